@@ -1,0 +1,30 @@
+//===- FwpDialect.td - The fwp dialect ---------------------*- tablegen -*-===//
+
+#ifndef FWP_DIALECT_FWPDIALECT_TD
+#define FWP_DIALECT_FWPDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Fwp_Dialect : Dialect {
+  let name = "fwp";
+  let summary = "Fast-weight attention: DPFP, the beta gate and fast-weight scans";
+  let description = [{
+    The `fwp` dialect describes the delta-rule fast weight programmers of
+    Schlag, Irie and Schmidhuber (2021), "Linear Transformers Are Secretly
+    Fast Weight Programmers", at the tensor level: the DPFP feature map, the
+    beta gate, the delta-rule and sum-rule fast-weight scans, and the whole
+    FastWeightsAttention module.
+
+    Layouts follow the seeds' PyTorch module (see docs/delta-rule-math.md):
+    sequences are time-major, `[seq_len, batch, ...]`; per-head tensors are
+    `[seq_len, batch, heads, d]`; fast-weight states are
+    `[batch, heads, d_v, D]`; projection weights are `nn.Linear` weights
+    `[out, in]`, applied as `y = x W^T`.
+  }];
+  let cppNamespace = "::fwp";
+}
+
+class Fwp_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Fwp_Dialect, mnemonic, traits>;
+
+#endif // FWP_DIALECT_FWPDIALECT_TD

@@ -1,0 +1,187 @@
+//===- FwpOps.td - Operations of the fwp dialect -----------*- tablegen -*-===//
+
+#ifndef FWP_DIALECT_FWPOPS_TD
+#define FWP_DIALECT_FWPOPS_TD
+
+include "fwp/Dialect/FwpDialect.td"
+include "fwp/Dialect/FwpEnums.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Fwp_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+//===----------------------------------------------------------------------===//
+// fwp.dpfp
+//===----------------------------------------------------------------------===//
+
+def Fwp_DpfpOp : Fwp_Op<"dpfp", [Pure]> {
+  let summary = "normalized DPFP feature map phi'";
+  let description = [{
+    Applies the Deterministic Parameter-Free Projection along the last
+    dimension. For a vector `k` of size `d`:
+
+    ```
+    x = relu(concat(k, -k))                          // size 2d
+    phi(k)[(i-1)*2d + j] = x[j] * x[(j - i) mod 2d]  // i = 1..nu, j = 0..2d-1
+    phi'(k) = phi(k) / (sum(phi(k)) + eps)           // size 2*d*nu
+    ```
+
+    `(j - i) mod 2d` is `torch.roll(x, shifts=i)`, the order of the seeds'
+    reference code. The input is `[..., d]`, the result `[..., 2*d*nu]` with
+    the same leading dimensions and element type. `nu` (default 1) must lie
+    in `[1, 2d-1]`; `eps` (default 1e-6) must be positive. An all-zero
+    vector maps to all zeros.
+
+    Example:
+
+    ```mlir
+    %f = fwp.dpfp %k nu = 2 : tensor<16x2x4x8xf32> -> tensor<16x2x4x32xf32>
+    ```
+  }];
+  let arguments = (ins Fwp_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "1">:$nu,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs Fwp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`nu` `=` $nu^)? (`eps` `=` $eps^)? attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// fwp.gate
+//===----------------------------------------------------------------------===//
+
+def Fwp_GateOp : Fwp_Op<"gate", [Pure]> {
+  let summary = "the delta rule's write strength beta = sigmoid(x W_beta^T)";
+  let description = [{
+    Computes one write strength per step, batch element and head:
+
+    ```
+    beta[t, b, h] = sigmoid(sum_m x[t, b, m] * w_beta[h, m])
+    ```
+
+    `x` is `[seq_len, batch, d_model]`, `w_beta` is `[heads, d_model]` (an
+    `nn.Linear` weight without bias) and the result is
+    `[seq_len, batch, heads]`.
+
+    Example:
+
+    ```mlir
+    %beta = fwp.gate %x, %w : tensor<16x2x32xf32>, tensor<4x32xf32>
+                          -> tensor<16x2x4xf32>
+    ```
+  }];
+  let arguments = (ins Fwp_FloatTensor:$x, Fwp_FloatTensor:$w_beta);
+  let results = (outs Fwp_FloatTensor:$beta);
+  let assemblyFormat = [{
+    $x `,` $w_beta attr-dict `:` type($x) `,` type($w_beta) `->` type($beta)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// fwp.scan
+//===----------------------------------------------------------------------===//
+
+def Fwp_ScanOp : Fwp_Op<"scan", [Pure, AttrSizedOperandSegments]> {
+  let summary = "fast-weight scan with the delta or the sum rule";
+  let description = [{
+    Runs the fast-weight recurrence over the sequence for every batch element
+    and head, on feature-mapped queries `q` and keys `k` (`[T, B, H, D]`),
+    values `v` (`[T, B, H, d_v]`) and, for the delta rule, write strengths
+    `beta` (`[T, B, H]`). The fast weights `W` (`d_v x D` per batch and
+    head) start at `initial` (`[B, H, d_v, D]`) or at zero:
+
+    ```
+    delta:  vbar_t = W_{t-1} k_t
+            W_t    = W_{t-1} + beta_t (v_t - vbar_t) k_t^T
+    sum:    W_t    = W_{t-1} + v_t k_t^T
+    both:   y_t    = W_t q_t          (after this step's write)
+    ```
+
+    The results are `y` (`[T, B, H, d_v]`) and, when a second result type
+    is given, the final state `W_T` (`[B, H, d_v, D]`). `beta` is required
+    by the delta rule and rejected by the sum rule. All operands and
+    results share one element type.
+
+    Example:
+
+    ```mlir
+    %y, %s = fwp.scan delta %q, %k, %v beta(%b : tensor<16x2x4xf32>)
+        : tensor<16x2x4x32xf32>, tensor<16x2x4x32xf32>, tensor<16x2x4x8xf32>
+        -> tensor<16x2x4x8xf32>, tensor<2x4x8x32xf32>
+    ```
+  }];
+  let arguments = (ins Fwp_RuleAttr:$rule,
+                       Fwp_FloatTensor:$q,
+                       Fwp_FloatTensor:$k,
+                       Fwp_FloatTensor:$v,
+                       Optional<Fwp_FloatTensor>:$beta,
+                       Optional<Fwp_FloatTensor>:$initial);
+  let results = (outs Fwp_FloatTensor:$y,
+                      Optional<Fwp_FloatTensor>:$final_state);
+  let assemblyFormat = [{
+    $rule $q `,` $k `,` $v
+    (`beta` `(` $beta^ `:` type($beta) `)`)?
+    (`initial` `(` $initial^ `:` type($initial) `)`)?
+    attr-dict `:` type($q) `,` type($k) `,` type($v)
+    `->` type($y) (`,` type($final_state)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// fwp.attention
+//===----------------------------------------------------------------------===//
+
+def Fwp_AttentionOp : Fwp_Op<"attention", [Pure]> {
+  let summary = "the whole FastWeightsAttention module";
+  let description = [{
+    The FastWeightsAttention module of the seeds, for `x` of shape
+    `[seq_len, batch, d_model]` and `heads` heads of size
+    `d_k = d_model / heads`:
+
+    ```
+    q, k, v = x W_q^T, x W_k^T, x W_v^T      // split by head: [T, B, H, d_k]
+    beta    = sigmoid(x W_beta^T)             // [T, B, H]
+    o       = scan(rule, dpfp(q), dpfp(k), v, beta)   // zero initial state
+    y       = concat_heads(o) W_o^T + b_o     // [T, B, d_model]
+    ```
+
+    `W_q`, `W_k`, `W_v`, `W_o` are `[d_model, d_model]`, `W_beta` is
+    `[heads, d_model]`, `b_o` is `[d_model]`. `heads` must divide
+    `d_model`; `nu` (default 1) must lie in `[1, 2*d_k - 1]`; `eps`
+    (default 1e-6) must be positive; `rule` defaults to `delta`. There is
+    no `1/sqrt(d)` scale, and no dropout inside the module.
+
+    Example:
+
+    ```mlir
+    %y = fwp.attention %x, %wq, %wk, %wv, %wb, %wo, %bo heads = 4 nu = 2
+        : (tensor<?x2x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>,
+           tensor<32x32xf32>, tensor<4x32xf32>, tensor<32x32xf32>,
+           tensor<32xf32>) -> tensor<?x2x32xf32>
+    ```
+  }];
+  let arguments = (ins Fwp_FloatTensor:$x,
+                       Fwp_FloatTensor:$w_q,
+                       Fwp_FloatTensor:$w_k,
+                       Fwp_FloatTensor:$w_v,
+                       Fwp_FloatTensor:$w_beta,
+                       Fwp_FloatTensor:$w_o,
+                       Fwp_FloatTensor:$b_o,
+                       I64Attr:$heads,
+                       DefaultValuedAttr<I64Attr, "1">:$nu,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps,
+                       DefaultValuedAttr<Fwp_RuleAttr, "::fwp::Rule::Delta">:$rule);
+  let results = (outs Fwp_FloatTensor:$y);
+  let assemblyFormat = [{
+    $x `,` $w_q `,` $w_k `,` $w_v `,` $w_beta `,` $w_o `,` $b_o
+    `heads` `=` $heads (`nu` `=` $nu^)? (`eps` `=` $eps^)?
+    (`rule` `=` $rule^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FWP_DIALECT_FWPOPS_TD

@@ -1,0 +1,231 @@
+//===- FwpOps.cpp - Operations of the fwp dialect -------------------------===//
+//
+// Verifiers. Shapes may be static or dynamic; we check what is known. Each
+// layout names its dimensions (seq_len, batch, heads, ...): the first static
+// size seen for a name binds it, and every later static size must agree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/Dialect/FwpOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace fwp;
+
+#include "fwp/Dialect/FwpEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "fwp/Dialect/FwpOps.cpp.inc"
+
+namespace {
+
+/// Binds named dimension sizes across the tensors of one op and reports the
+/// first disagreement, naming both tensors.
+class LayoutChecker {
+public:
+  explicit LayoutChecker(Operation *op) : op(op) {}
+
+  /// Checks that `value` is a tensor of the given layout (one name per
+  /// dimension) whose element type agrees with the tensors seen so far.
+  LogicalResult check(StringRef tensorName, Value value,
+                      ArrayRef<StringRef> layout) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != static_cast<int64_t>(layout.size()))
+      return op->emitOpError()
+             << "'" << tensorName << "' must have rank " << layout.size()
+             << " [" << llvm::join(layout, ", ") << "], got " << type;
+    if (failed(checkElementType(tensorName, type)))
+      return failure();
+    for (auto [dim, name] : llvm::enumerate(layout))
+      if (failed(bind(name, type.getDimSize(dim), tensorName, dim)))
+        return failure();
+    return success();
+  }
+
+  /// Binds `name` to `size` (ignored when dynamic), or checks it against an
+  /// earlier binding.
+  LogicalResult bind(StringRef name, int64_t size, StringRef tensorName,
+                     size_t dim) {
+    if (ShapedType::isDynamic(size))
+      return success();
+    auto [it, inserted] =
+        sizes.try_emplace(name, Binding{size, tensorName.str()});
+    if (inserted || it->second.size == size)
+      return success();
+    return op->emitOpError()
+           << "'" << tensorName << "' dimension " << dim << " (" << name
+           << ") is " << size << ", but '" << it->second.source << "' gives "
+           << name << " = " << it->second.size;
+  }
+
+  /// The static size bound to `name`, if any.
+  std::optional<int64_t> lookup(StringRef name) const {
+    auto it = sizes.find(name);
+    if (it == sizes.end())
+      return std::nullopt;
+    return it->second.size;
+  }
+
+private:
+  LogicalResult checkElementType(StringRef tensorName, RankedTensorType type) {
+    if (!elementType) {
+      elementType = type.getElementType();
+      elementSource = tensorName.str();
+      return success();
+    }
+    if (type.getElementType() == elementType)
+      return success();
+    return op->emitOpError()
+           << "'" << tensorName << "' has element type "
+           << type.getElementType() << ", but '" << elementSource << "' has "
+           << elementType << "; all tensors of the op share one element type";
+  }
+
+  struct Binding {
+    int64_t size;
+    std::string source;
+  };
+  Operation *op;
+  Type elementType;
+  std::string elementSource;
+  llvm::StringMap<Binding> sizes;
+};
+
+/// Checks the DPFP hyper-parameters; `d` is the input vector size if known.
+LogicalResult verifyDpfpParams(Operation *op, int64_t nu, double eps,
+                               std::optional<int64_t> d, StringRef dName) {
+  if (!(eps > 0.0) || !std::isfinite(eps))
+    return op->emitOpError() << "eps must be positive and finite, got " << eps;
+  if (nu < 1)
+    return op->emitOpError() << "nu must be at least 1, got " << nu;
+  if (d && nu > 2 * *d - 1)
+    return op->emitOpError() << "nu = " << nu << " is out of range [1, "
+                             << 2 * *d - 1 << "] for " << dName << " = " << *d;
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// DpfpOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DpfpOp::verify() {
+  auto inputType = getInput().getType();
+  auto resultType = getResult().getType();
+  if (inputType.getRank() == 0)
+    return emitOpError() << "'input' must have at least one dimension (the "
+                            "vector to map), got "
+                         << inputType;
+  if (resultType.getRank() != inputType.getRank())
+    return emitOpError() << "result must have the rank of 'input' ("
+                         << inputType.getRank() << "), got " << resultType;
+  if (resultType.getElementType() != inputType.getElementType())
+    return emitOpError() << "result element type "
+                         << resultType.getElementType()
+                         << " differs from 'input' element type "
+                         << inputType.getElementType();
+
+  LayoutChecker layout(getOperation());
+  int64_t last = inputType.getRank() - 1;
+  for (int64_t dim = 0; dim < last; ++dim) {
+    std::string name = "leading dim " + std::to_string(dim);
+    if (failed(layout.bind(name, inputType.getDimSize(dim), "input", dim)) ||
+        failed(layout.bind(name, resultType.getDimSize(dim), "result", dim)))
+      return failure();
+  }
+
+  std::optional<int64_t> d;
+  if (!inputType.isDynamicDim(last))
+    d = inputType.getDimSize(last);
+  if (failed(verifyDpfpParams(getOperation(), getNu(),
+                              getEps().convertToDouble(), d, "d")))
+    return failure();
+  if (d && !resultType.isDynamicDim(last) &&
+      resultType.getDimSize(last) != 2 * *d * getNu())
+    return emitOpError() << "result feature size is "
+                         << resultType.getDimSize(last)
+                         << ", expected 2 * d * nu = " << 2 * *d * getNu();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GateOp::verify() {
+  LayoutChecker layout(getOperation());
+  if (failed(layout.check("x", getX(), {"seq_len", "batch", "d_model"})) ||
+      failed(layout.check("w_beta", getWBeta(), {"heads", "d_model"})) ||
+      failed(layout.check("beta", getBeta(), {"seq_len", "batch", "heads"})))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScanOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanOp::verify() {
+  if (getRule() == Rule::Delta && !getBeta())
+    return emitOpError() << "the delta rule requires 'beta'";
+  if (getRule() == Rule::Sum && getBeta())
+    return emitOpError() << "the sum rule takes no 'beta'";
+
+  LayoutChecker layout(getOperation());
+  if (failed(layout.check("q", getQ(), {"seq_len", "batch", "heads", "D"})) ||
+      failed(layout.check("k", getK(), {"seq_len", "batch", "heads", "D"})) ||
+      failed(layout.check("v", getV(), {"seq_len", "batch", "heads", "d_v"})))
+    return failure();
+  if (getBeta() &&
+      failed(layout.check("beta", getBeta(), {"seq_len", "batch", "heads"})))
+    return failure();
+  if (getInitial() && failed(layout.check("initial", getInitial(),
+                                          {"batch", "heads", "d_v", "D"})))
+    return failure();
+  if (failed(layout.check("y", getY(), {"seq_len", "batch", "heads", "d_v"})))
+    return failure();
+  if (getFinalState() && failed(layout.check("final_state", getFinalState(),
+                                             {"batch", "heads", "d_v", "D"})))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  int64_t heads = getHeads();
+  if (heads < 1)
+    return emitOpError() << "heads must be at least 1, got " << heads;
+
+  LayoutChecker layout(getOperation());
+  const StringRef square[] = {"d_model", "d_model"};
+  if (failed(layout.check("x", getX(), {"seq_len", "batch", "d_model"})) ||
+      failed(layout.check("w_q", getWQ(), square)) ||
+      failed(layout.check("w_k", getWK(), square)) ||
+      failed(layout.check("w_v", getWV(), square)) ||
+      failed(layout.bind("heads", heads, "heads attribute", 0)) ||
+      failed(layout.check("w_beta", getWBeta(), {"heads", "d_model"})) ||
+      failed(layout.check("w_o", getWO(), square)) ||
+      failed(layout.check("b_o", getBO(), {"d_model"})) ||
+      failed(layout.check("y", getY(), {"seq_len", "batch", "d_model"})))
+    return failure();
+
+  std::optional<int64_t> dHead;
+  if (std::optional<int64_t> dModel = layout.lookup("d_model")) {
+    if (*dModel % heads != 0)
+      return emitOpError() << "heads = " << heads
+                           << " does not divide d_model = " << *dModel;
+    dHead = *dModel / heads;
+  }
+  return verifyDpfpParams(getOperation(), getNu(), getEps().convertToDouble(),
+                          dHead, "d_k = d_model / heads");
+}
