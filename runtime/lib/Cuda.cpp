@@ -1,0 +1,255 @@
+//===- Cuda.cpp - Context, streams, buffers, modules, launch --------------===//
+
+#include "fwp/Runtime/Cuda.h"
+
+#include <cstdint>
+#include <utility>
+
+namespace fwp::rt {
+namespace {
+
+/// Largest dynamic shared memory a kernel may use without opting in.
+constexpr unsigned kDefaultSharedLimit = 48 * 1024;
+constexpr size_t kJitLogBytes = 16 * 1024;
+
+/// The driver, with the primary context current on this thread.
+const Driver &bound() {
+  Context::primary().makeCurrent();
+  return driver();
+}
+
+/// Like bound(), for destructors: false if the driver is unusable.
+bool boundQuietly() {
+  try {
+    bound();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Context
+//===----------------------------------------------------------------------===//
+
+Context::Context() {
+  const Driver &d = driver();
+  checkCuda(d.cuDeviceGet(&device_, 0), "cuDeviceGet");
+  checkCuda(d.cuDevicePrimaryCtxRetain(&context_, device_),
+            "cuDevicePrimaryCtxRetain");
+}
+
+Context &Context::primary() {
+  static Context context; // thread-safe; retried if the constructor throws
+  return context;
+}
+
+void Context::makeCurrent() const {
+  checkCuda(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+void Context::synchronize() const {
+  makeCurrent();
+  checkCuda(driver().cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+std::string Context::deviceName() const {
+  char name[256] = {};
+  checkCuda(driver().cuDeviceGetName(name, sizeof(name) - 1, device_),
+            "cuDeviceGetName");
+  return name;
+}
+
+int Context::computeCapability() const {
+  int major = 0, minor = 0;
+  const Driver &d = driver();
+  checkCuda(
+      d.cuDeviceGetAttribute(&major, kDevAttrComputeCapabilityMajor, device_),
+      "cuDeviceGetAttribute");
+  checkCuda(
+      d.cuDeviceGetAttribute(&minor, kDevAttrComputeCapabilityMinor, device_),
+      "cuDeviceGetAttribute");
+  return major * 10 + minor;
+}
+
+//===----------------------------------------------------------------------===//
+// Stream
+//===----------------------------------------------------------------------===//
+
+Stream::Stream(unsigned flags) {
+  checkCuda(bound().cuStreamCreate(&stream_, flags), "cuStreamCreate");
+}
+
+Stream::~Stream() {
+  if (stream_ && boundQuietly())
+    driver().cuStreamDestroy(stream_);
+}
+
+Stream::Stream(Stream &&other) noexcept
+    : stream_(std::exchange(other.stream_, nullptr)) {}
+
+Stream &Stream::operator=(Stream &&other) noexcept {
+  std::swap(stream_, other.stream_);
+  return *this;
+}
+
+void Stream::synchronize() const {
+  checkCuda(bound().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceBuffer
+//===----------------------------------------------------------------------===//
+
+DeviceBuffer::DeviceBuffer(size_t bytes) {
+  if (bytes == 0)
+    return;
+  checkCuda(bound().cuMemAlloc(&ptr_, bytes), "cuMemAlloc");
+  size_ = bytes;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ && boundQuietly())
+    driver().cuMemFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
+    : ptr_(std::exchange(other.ptr_, 0)), size_(std::exchange(other.size_, 0)) {
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  std::swap(ptr_, other.ptr_);
+  std::swap(size_, other.size_);
+  return *this;
+}
+
+void DeviceBuffer::checkFits(size_t bytes, const char *operation) const {
+  if (bytes > size_)
+    throw Error(std::string("DeviceBuffer::") + operation + ": " +
+                std::to_string(bytes) + " bytes do not fit in a buffer of " +
+                std::to_string(size_) + " bytes");
+}
+
+void DeviceBuffer::copyFromHost(const void *src, size_t bytes) {
+  checkFits(bytes, "copyFromHost");
+  if (bytes)
+    checkCuda(bound().cuMemcpyHtoD(ptr_, src, bytes), "cuMemcpyHtoD");
+}
+
+void DeviceBuffer::copyToHost(void *dst, size_t bytes) const {
+  checkFits(bytes, "copyToHost");
+  if (bytes)
+    checkCuda(bound().cuMemcpyDtoH(dst, ptr_, bytes), "cuMemcpyDtoH");
+}
+
+void DeviceBuffer::copyFromHostAsync(const void *src, size_t bytes,
+                                     const Stream &stream) {
+  checkFits(bytes, "copyFromHostAsync");
+  if (bytes)
+    checkCuda(bound().cuMemcpyHtoDAsync(ptr_, src, bytes, stream.handle()),
+              "cuMemcpyHtoDAsync");
+}
+
+void DeviceBuffer::copyToHostAsync(void *dst, size_t bytes,
+                                   const Stream &stream) const {
+  checkFits(bytes, "copyToHostAsync");
+  if (bytes)
+    checkCuda(bound().cuMemcpyDtoHAsync(dst, ptr_, bytes, stream.handle()),
+              "cuMemcpyDtoHAsync");
+}
+
+void DeviceBuffer::zero() {
+  if (size_)
+    checkCuda(bound().cuMemsetD8(ptr_, 0, size_), "cuMemsetD8");
+}
+
+void DeviceBuffer::zeroAsync(const Stream &stream) {
+  if (size_)
+    checkCuda(bound().cuMemsetD8Async(ptr_, 0, size_, stream.handle()),
+              "cuMemsetD8Async");
+}
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Text of a JIT log buffer, without trailing NULs or newlines.
+std::string logText(const std::vector<char> &log) {
+  std::string text(log.data());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.pop_back();
+  return text;
+}
+
+std::string loadFailure(CUresult result, const std::string &sourceName,
+                        const std::vector<char> &errorLog) {
+  std::string message =
+      "cuModuleLoadDataEx failed: " + describeCudaResult(result) +
+      " while loading " + sourceName;
+  std::string log = logText(errorLog);
+  return log.empty() ? message : message + "; JIT error log:\n" + log;
+}
+
+} // namespace
+
+Module::Module(const std::string &ptx, const std::string &sourceName)
+    : sourceName_(sourceName) {
+  std::vector<char> infoLog(kJitLogBytes, '\0'), errorLog(kJitLogBytes, '\0');
+  CUjit_option options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes,
+                            kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes};
+  void *values[] = {infoLog.data(), reinterpret_cast<void *>(kJitLogBytes - 1),
+                    errorLog.data(),
+                    reinterpret_cast<void *>(kJitLogBytes - 1)};
+  CUresult result =
+      bound().cuModuleLoadDataEx(&module_, ptx.c_str(), 4, options, values);
+  if (result != kCudaSuccess)
+    throw CudaError(loadFailure(result, sourceName_, errorLog));
+}
+
+Module::~Module() {
+  if (module_ && boundQuietly())
+    driver().cuModuleUnload(module_);
+}
+
+Module::Module(Module &&other) noexcept
+    : module_(std::exchange(other.module_, nullptr)),
+      sourceName_(std::move(other.sourceName_)) {}
+
+Module &Module::operator=(Module &&other) noexcept {
+  std::swap(module_, other.module_);
+  std::swap(sourceName_, other.sourceName_);
+  return *this;
+}
+
+CUfunction Module::function(const std::string &name) const {
+  CUfunction function = nullptr;
+  CUresult result =
+      bound().cuModuleGetFunction(&function, module_, name.c_str());
+  if (result != kCudaSuccess)
+    throw CudaError(
+        "kernel '" + name + "' not found in " + sourceName_ +
+        ": cuModuleGetFunction failed: " + describeCudaResult(result));
+  return function;
+}
+
+//===----------------------------------------------------------------------===//
+// Launch
+//===----------------------------------------------------------------------===//
+
+void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned sharedBytes,
+            CUstream stream, void **args) {
+  const Driver &d = bound();
+  if (sharedBytes > kDefaultSharedLimit)
+    checkCuda(d.cuFuncSetAttribute(function, kFuncAttrMaxDynamicSharedSizeBytes,
+                                   static_cast<int>(sharedBytes)),
+              "cuFuncSetAttribute");
+  checkCuda(d.cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y,
+                             block.z, sharedBytes, stream, args, nullptr),
+            "cuLaunchKernel");
+}
+
+} // namespace fwp::rt
