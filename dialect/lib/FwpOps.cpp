@@ -178,10 +178,30 @@ LogicalResult ScanOp::verify() {
   if (getRule() == Rule::Sum && getBeta())
     return emitOpError() << "the sum rule takes no 'beta'";
 
+  if (getDpfpNu().has_value() != getDpfpEps().has_value())
+    return emitOpError() << "'dpfp_nu' and 'dpfp_eps' go together";
+
   LayoutChecker layout(getOperation());
-  if (failed(layout.check("q", getQ(), {"seq_len", "batch", "heads", "D"})) ||
-      failed(layout.check("k", getK(), {"seq_len", "batch", "heads", "D"})) ||
-      failed(layout.check("v", getV(), {"seq_len", "batch", "heads", "d_v"})))
+  if (getDpfpNu()) {
+    // Fused DPFP: q and k are raw d_k-wide vectors; the state is D wide.
+    if (failed(
+            layout.check("q", getQ(), {"seq_len", "batch", "heads", "d_k"})) ||
+        failed(layout.check("k", getK(), {"seq_len", "batch", "heads", "d_k"})))
+      return failure();
+    std::optional<int64_t> dKey = layout.lookup("d_k");
+    if (failed(verifyDpfpParams(getOperation(), *getDpfpNu(),
+                                getDpfpEps()->convertToDouble(), dKey, "d_k")))
+      return failure();
+    if (dKey &&
+        failed(layout.bind("D", 2 * *dKey * *getDpfpNu(), "q with DPFP", 3)))
+      return failure();
+  } else if (failed(layout.check("q", getQ(),
+                                 {"seq_len", "batch", "heads", "D"})) ||
+             failed(layout.check("k", getK(),
+                                 {"seq_len", "batch", "heads", "D"}))) {
+    return failure();
+  }
+  if (failed(layout.check("v", getV(), {"seq_len", "batch", "heads", "d_v"})))
     return failure();
   if (getBeta() &&
       failed(layout.check("beta", getBeta(), {"seq_len", "batch", "heads"})))

@@ -247,3 +247,23 @@ func.func @attention_rule(%x: tensor<8x1x8xf32>, %w: tensor<8x8xf32>,
          tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<8x1x8xf32>
   return
 }
+
+// -----
+
+func.func @scan_dpfp_state_width(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x4xf32>) {
+  // expected-error @+1 {{'final_state' dimension 3 (D) is 8, but 'q with DPFP' gives D = 16}}
+  %y, %s = fwp.scan sum %q, %q, %v dpfp(nu = 2, eps = 1.0e-6)
+      : tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>
+      -> tensor<8x1x2x4xf32>, tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @scan_dpfp_pair(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x4xf32>) {
+  // expected-error @+1 {{'dpfp_nu' and 'dpfp_eps' go together}}
+  %y = "fwp.scan"(%q, %q, %v) {rule = 1 : i32, dpfp_nu = 2 : i64,
+                                operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}
+      : (tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>) -> tensor<8x1x2x4xf32>
+  return
+}

@@ -68,3 +68,17 @@ func.func @attention(%x: tensor<?x?x32xf32>, %w: tensor<32x32xf32>,
          tensor<4x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %y : tensor<?x?x32xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @scan_fused_dpfp
+func.func @scan_fused_dpfp(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x4xf32>,
+                           %b: tensor<?x1x2xf32>) -> tensor<1x2x4x16xf32> {
+  // CHECK: fwp.scan delta {{.*}} dpfp(nu = 2, eps = {{.*}})
+  // CHECK-SAME: -> tensor<?x1x2x4xf32>, tensor<1x2x4x16xf32>
+  %y, %s = fwp.scan delta %q, %q, %v beta(%b : tensor<?x1x2xf32>)
+      dpfp(nu = 2, eps = 1.0e-6)
+      : tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>
+      -> tensor<?x1x2x4xf32>, tensor<1x2x4x16xf32>
+  return %s : tensor<1x2x4x16xf32>
+}

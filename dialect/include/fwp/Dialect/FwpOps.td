@@ -105,6 +105,11 @@ def Fwp_ScanOp : Fwp_Op<"scan", [Pure, AttrSizedOperandSegments]> {
     by the delta rule and rejected by the sum rule. All operands and
     results share one element type.
 
+    With `dpfp(nu = N, eps = E)` the scan applies the DPFP map itself: `q`
+    and `k` are then the raw `[T, B, H, d_k]` projections and
+    `D = 2 * d_k * N`. Kernels made from this form never store the wide
+    features (the `fwp-fuse-dpfp` pass produces it).
+
     Example:
 
     ```mlir
@@ -118,13 +123,16 @@ def Fwp_ScanOp : Fwp_Op<"scan", [Pure, AttrSizedOperandSegments]> {
                        Fwp_FloatTensor:$k,
                        Fwp_FloatTensor:$v,
                        Optional<Fwp_FloatTensor>:$beta,
-                       Optional<Fwp_FloatTensor>:$initial);
+                       Optional<Fwp_FloatTensor>:$initial,
+                       OptionalAttr<I64Attr>:$dpfp_nu,
+                       OptionalAttr<F64Attr>:$dpfp_eps);
   let results = (outs Fwp_FloatTensor:$y,
                       Optional<Fwp_FloatTensor>:$final_state);
   let assemblyFormat = [{
     $rule $q `,` $k `,` $v
     (`beta` `(` $beta^ `:` type($beta) `)`)?
     (`initial` `(` $initial^ `:` type($initial) `)`)?
+    (`dpfp` `(` `nu` `=` $dpfp_nu^ `,` `eps` `=` $dpfp_eps `)`)?
     attr-dict `:` type($q) `,` type($k) `,` type($v)
     `->` type($y) (`,` type($final_state)^)?
   }];

@@ -1,0 +1,62 @@
+//===- Npy.h - Reading and writing NumPy .npy files -------------*- C++ -*-===//
+//
+// A small, dependency-free reader and writer for the NumPy .npy format
+// (https://numpy.org/devdocs/reference/generated/numpy.lib.format.html),
+// restricted to what the fwp tools exchange: little-endian float32 ('<f4')
+// and float64 ('<f8') arrays in C order, of any rank including 0-d.
+//
+// Values are held as doubles whatever the stored dtype (float32 -> double is
+// exact); `write` stores them in the array's dtype, so writing a float32
+// array rounds each value to float32.
+//
+// Every problem (unreadable file, bad magic, malformed header, unsupported
+// dtype or order, truncated data, ...) is reported by throwing
+// std::runtime_error with a message "<path>: <problem>".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_SUPPORT_NPY_H
+#define FWP_SUPPORT_NPY_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fwp::npy {
+
+enum class DType { F32, F64 };
+
+struct Array {
+  std::vector<int64_t> shape; // empty for a 0-d array
+  DType dtype = DType::F64;
+  std::vector<double> values; // C order, numElements(shape) of them
+};
+
+/// Reads an .npy file (format version 1.0, 2.0 or 3.0).
+Array read(const std::string &path);
+
+/// Writes `array` as an .npy file in its own dtype, byte-identical to what
+/// numpy.save writes for the same array: format version 1.0 (2.0 only when
+/// the header does not fit 1.0), header padded so the data starts at a
+/// multiple of 64 bytes.
+void write(const std::string &path, const Array &array);
+
+/// The bytes `write` would store for `array`; `name` is used in messages.
+std::string encode(const Array &array, const std::string &name = "<array>");
+
+/// Parses the bytes of an .npy file; `name` is used in messages.
+Array decode(const std::string &bytes, const std::string &name);
+
+/// Product of the dimensions; throws std::runtime_error on a negative
+/// dimension or an overflow of int64_t.
+int64_t numElements(const std::vector<int64_t> &shape);
+
+/// "float32" or "float64".
+const char *dtypeName(DType dtype);
+
+/// Formats a shape as "[2, 3]" ("[]" for 0-d).
+std::string formatShape(const std::vector<int64_t> &shape);
+
+} // namespace fwp::npy
+
+#endif // FWP_SUPPORT_NPY_H

@@ -1,0 +1,491 @@
+//===- Npy.cpp - Reading and writing NumPy .npy files ---------------------===//
+//
+// Format (numpy/lib/format.py):
+//   "\x93NUMPY" major minor
+//   header length: uint16 little-endian (1.0) or uint32 (2.0, 3.0)
+//   header: a Python literal dict {'descr': ..., 'fortran_order': ...,
+//           'shape': (...), } padded with spaces and ended by '\n'
+//           (latin-1 in 1.0/2.0, utf-8 in 3.0)
+//   data:   the elements in C (or Fortran) order
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/Support/Npy.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace fwp::npy {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+constexpr size_t kArrayAlign = 64;
+// numpy >= 1.24 leaves room after the dict so the growing axis can get
+// longer in place: len(str(8 * 2**64 - 1)).
+constexpr size_t kGrowthAxisMaxDigits = 21;
+
+[[noreturn]] void fail(const std::string &name, const std::string &problem) {
+  throw std::runtime_error(name + ": " + problem);
+}
+
+size_t itemSize(DType dtype) { return dtype == DType::F32 ? 4 : 8; }
+
+const char *descr(DType dtype) { return dtype == DType::F32 ? "<f4" : "<f8"; }
+
+//===----------------------------------------------------------------------===//
+// Header dict parser: a hand-written parser for the small subset of Python
+// literals numpy writes (strings, True/False, tuples of non-negative ints).
+//===----------------------------------------------------------------------===//
+
+struct Value {
+  enum Kind { String, Bool, Tuple } kind = String;
+  std::string str;
+  bool boolean = false;
+  std::vector<int64_t> tuple;
+  std::string text; // source text, for messages
+};
+
+class HeaderParser {
+public:
+  HeaderParser(const std::string &text, const std::string &name)
+      : text(text), name(name) {}
+
+  struct Dict {
+    bool hasDescr = false, hasFortran = false, hasShape = false;
+    Value descr, fortran, shape;
+  };
+
+  Dict parse() {
+    Dict dict;
+    skipSpace();
+    if (!consume('{'))
+      error("the header is not a dict (expected '{')");
+    skipSpace();
+    while (!consume('}')) {
+      std::string key = parseString("a dict key");
+      if (key != "descr" && key != "fortran_order" && key != "shape")
+        error("unexpected key '" + key + "'");
+      skipSpace();
+      if (!consume(':'))
+        error("expected ':' after key '" + key + "'");
+      skipSpace();
+      Value value = parseValue(key);
+      if (key == "descr")
+        store(dict.hasDescr, dict.descr, key, value);
+      else if (key == "fortran_order")
+        store(dict.hasFortran, dict.fortran, key, value);
+      else
+        store(dict.hasShape, dict.shape, key, value);
+      skipSpace();
+      if (consume(','))
+        skipSpace();
+      else if (peek() != '}')
+        error("expected ',' or '}' after the value of '" + key + "'");
+    }
+    skipSpace();
+    if (pos != text.size())
+      error("unexpected text after the dict");
+    if (!dict.hasDescr)
+      error("missing key 'descr'");
+    if (!dict.hasFortran)
+      error("missing key 'fortran_order'");
+    if (!dict.hasShape)
+      error("missing key 'shape'");
+    return dict;
+  }
+
+private:
+  const std::string &text;
+  const std::string &name;
+  size_t pos = 0;
+
+  [[noreturn]] void error(const std::string &problem) {
+    fail(name, "malformed .npy header: " + problem);
+  }
+
+  char peek() const { return pos < text.size() ? text[pos] : '\0'; }
+
+  bool consume(char c) {
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+
+  bool consumeWord(const char *word) {
+    size_t len = std::strlen(word);
+    if (text.compare(pos, len, word) != 0)
+      return false;
+    // The word must not run on into an identifier ("Falsey").
+    if (pos + len < text.size()) {
+      char next = text[pos + len];
+      if (std::isalnum(static_cast<unsigned char>(next)) || next == '_')
+        return false;
+    }
+    pos += len;
+    return true;
+  }
+
+  void skipSpace() {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
+                                 text[pos] == '\n' || text[pos] == '\r'))
+      ++pos;
+  }
+
+  void store(bool &has, Value &slot, const std::string &key,
+             const Value &value) {
+    if (has)
+      error("duplicate key '" + key + "'");
+    has = true;
+    slot = value;
+  }
+
+  std::string parseString(const char *what) {
+    char quote = peek();
+    if (quote != '\'' && quote != '"')
+      error(std::string("expected ") + what + " (a quoted string)");
+    ++pos;
+    std::string out;
+    while (true) {
+      if (pos >= text.size())
+        error("unterminated string");
+      char c = text[pos++];
+      if (c == quote)
+        return out;
+      if (c == '\n')
+        error("unterminated string");
+      if (c == '\\') {
+        if (pos >= text.size())
+          error("unterminated string");
+        char e = text[pos++];
+        if (e != '\\' && e != '\'' && e != '"')
+          error("unsupported escape sequence in a string");
+        c = e;
+      }
+      out += c;
+    }
+  }
+
+  Value parseValue(const std::string &key) {
+    size_t start = pos;
+    Value value;
+    char c = peek();
+    if (c == '\'' || c == '"') {
+      value.kind = Value::String;
+      value.str = parseString("a string");
+    } else if (consumeWord("True")) {
+      value.kind = Value::Bool;
+      value.boolean = true;
+    } else if (consumeWord("False")) {
+      value.kind = Value::Bool;
+      value.boolean = false;
+    } else if (c == '(') {
+      value.kind = Value::Tuple;
+      value.tuple = parseTuple(key);
+    } else if (c == '[' && key == "descr") {
+      fail(name, "structured dtypes are not supported");
+    } else {
+      error("unsupported value for '" + key + "'");
+    }
+    value.text = text.substr(start, pos - start);
+    return value;
+  }
+
+  int64_t parseInt(const std::string &key) {
+    if (peek() == '-')
+      fail(name, "bad shape: negative dimension in '" + key + "'");
+    if (!std::isdigit(static_cast<unsigned char>(peek())))
+      error("bad shape tuple: expected an integer in '" + key + "'");
+    int64_t v = 0;
+    while (std::isdigit(static_cast<unsigned char>(peek()))) {
+      int digit = text[pos++] - '0';
+      if (v > (std::numeric_limits<int64_t>::max() - digit) / 10)
+        error("bad shape tuple: dimension too large in '" + key + "'");
+      v = v * 10 + digit;
+    }
+    consume('L'); // Python 2 long literal, as old numpy wrote them.
+    return v;
+  }
+
+  std::vector<int64_t> parseTuple(const std::string &key) {
+    std::vector<int64_t> out;
+    consume('(');
+    skipSpace();
+    if (consume(')'))
+      return out;
+    bool sawComma = false;
+    while (true) {
+      out.push_back(parseInt(key));
+      skipSpace();
+      if (consume(')'))
+        break;
+      if (!consume(','))
+        error("bad shape tuple: expected ',' or ')' in '" + key + "'");
+      sawComma = true;
+      skipSpace();
+      if (consume(')'))
+        break;
+    }
+    // "(3)" is the integer 3 in Python, not a tuple.
+    if (out.size() == 1 && !sawComma)
+      error("bad shape tuple: '" + key + "' is not a tuple");
+    return out;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Byte-order helpers (the format is little-endian whatever the host is).
+//===----------------------------------------------------------------------===//
+
+uint64_t loadLE(const char *p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i)
+    v |= uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+void storeLE(std::string &out, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+std::string pythonShapeRepr(const std::vector<int64_t> &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1)
+    s += ",";
+  return s + ")";
+}
+
+} // namespace
+
+int64_t numElements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw std::runtime_error("negative dimension in shape " +
+                               formatShape(shape));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw std::runtime_error("shape " + formatShape(shape) +
+                               " has too many elements");
+    n *= d;
+  }
+  return n;
+}
+
+const char *dtypeName(DType dtype) {
+  return dtype == DType::F32 ? "float32" : "float64";
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Array decode(const std::string &bytes, const std::string &name) {
+  if (bytes.size() < kMagicLen + 2 || bytes.compare(0, kMagicLen, kMagic) != 0)
+    fail(name, "not an .npy file (bad magic string)");
+  int major = static_cast<unsigned char>(bytes[kMagicLen]);
+  int minor = static_cast<unsigned char>(bytes[kMagicLen + 1]);
+  if (minor != 0 || major < 1 || major > 3)
+    fail(name, "unsupported .npy format version " + std::to_string(major) +
+                   "." + std::to_string(minor));
+  size_t lenBytes = major == 1 ? 2 : 4;
+  size_t prefix = kMagicLen + 2 + lenBytes;
+  if (bytes.size() < prefix)
+    fail(name, "truncated header: the file has only " +
+                   std::to_string(bytes.size()) + " bytes");
+  uint64_t headerLen = loadLE(bytes.data() + kMagicLen + 2, lenBytes);
+  if (headerLen > bytes.size() - prefix)
+    fail(name, "truncated header: the header needs " +
+                   std::to_string(prefix + headerLen) +
+                   " bytes, the file has " + std::to_string(bytes.size()));
+  std::string header = bytes.substr(prefix, headerLen);
+  if (header.find('\0') != std::string::npos)
+    fail(name, "malformed .npy header: it contains a NUL byte");
+
+  HeaderParser::Dict dict = HeaderParser(header, name).parse();
+
+  // descr
+  if (dict.descr.kind != Value::String)
+    fail(name, "malformed .npy header: 'descr' is not a string but " +
+                   dict.descr.text);
+  const std::string &d = dict.descr.str;
+  DType dtype;
+  if (d == "<f4") {
+    dtype = DType::F32;
+  } else if (d == "<f8") {
+    dtype = DType::F64;
+  } else if (d.size() > 1 && d[0] == '>') {
+    fail(name, "big-endian arrays are not supported (dtype '" + d +
+                   "'; only '<f4' and '<f8' are)");
+  } else {
+    fail(name, "unsupported dtype '" + d +
+                   "' (only little-endian float32 '<f4' and float64 '<f8' "
+                   "are supported)");
+  }
+
+  // fortran_order
+  if (dict.fortran.kind != Value::Bool)
+    fail(name, "malformed .npy header: 'fortran_order' is not True or False "
+               "but " +
+                   dict.fortran.text);
+  if (dict.fortran.boolean)
+    fail(name, "Fortran-order arrays are not supported");
+
+  // shape
+  if (dict.shape.kind != Value::Tuple)
+    fail(name, "malformed .npy header: 'shape' is not a tuple but " +
+                   dict.shape.text);
+  Array array;
+  array.dtype = dtype;
+  array.shape = dict.shape.tuple;
+
+  // data
+  uint64_t dataBytes = bytes.size() - prefix - headerLen;
+  int64_t count;
+  try {
+    count = numElements(array.shape);
+  } catch (const std::runtime_error &e) {
+    fail(name, e.what());
+  }
+  size_t item = itemSize(dtype);
+  if (uint64_t(count) > std::numeric_limits<uint64_t>::max() / item)
+    fail(name, "shape " + formatShape(array.shape) + " is too large");
+  uint64_t expected = uint64_t(count) * item;
+  if (dataBytes < expected)
+    fail(name, "truncated data: shape " + formatShape(array.shape) + " of " +
+                   dtypeName(dtype) + " needs " + std::to_string(expected) +
+                   " bytes, the file has " + std::to_string(dataBytes));
+  if (dataBytes > expected)
+    fail(name, std::to_string(dataBytes - expected) +
+                   " unexpected bytes after the data (shape " +
+                   formatShape(array.shape) + " of " + dtypeName(dtype) +
+                   " needs " + std::to_string(expected) + ")");
+
+  const char *p = bytes.data() + prefix + headerLen;
+  array.values.resize(count);
+  for (int64_t i = 0; i < count; ++i, p += item) {
+    if (dtype == DType::F32) {
+      uint32_t bits = static_cast<uint32_t>(loadLE(p, 4));
+      float f;
+      std::memcpy(&f, &bits, 4);
+      array.values[i] = f;
+    } else {
+      uint64_t bits = loadLE(p, 8);
+      double v;
+      std::memcpy(&v, &bits, 8);
+      array.values[i] = v;
+    }
+  }
+  return array;
+}
+
+std::string encode(const Array &array, const std::string &name) {
+  int64_t count;
+  try {
+    count = numElements(array.shape);
+  } catch (const std::runtime_error &e) {
+    fail(name, e.what());
+  }
+  if (array.values.size() != uint64_t(count))
+    fail(name, "cannot write: shape " + formatShape(array.shape) + " has " +
+                   std::to_string(count) + " elements but " +
+                   std::to_string(array.values.size()) + " values are given");
+
+  // As numpy.lib.format._write_array_header / _wrap_header.
+  std::string dict =
+      std::string("{'descr': '") + descr(array.dtype) +
+      "', 'fortran_order': False, 'shape': " + pythonShapeRepr(array.shape) +
+      ", }";
+  if (!array.shape.empty())
+    dict.append(
+        kGrowthAxisMaxDigits - std::to_string(array.shape.front()).size(), ' ');
+  size_t hlen = dict.size() + 1; // + '\n'
+  int major = 1;
+  size_t lenBytes = 2;
+  size_t padlen = kArrayAlign - (kMagicLen + 2 + lenBytes + hlen) % kArrayAlign;
+  if (hlen + padlen > 0xffff) {
+    major = 2;
+    lenBytes = 4;
+    padlen = kArrayAlign - (kMagicLen + 2 + lenBytes + hlen) % kArrayAlign;
+    if (hlen + padlen > 0xffffffffull)
+      fail(name, "cannot write: the header is too large");
+  }
+
+  std::string out(kMagic, kMagicLen);
+  out += static_cast<char>(major);
+  out += '\0';
+  storeLE(out, hlen + padlen, lenBytes);
+  out += dict;
+  out.append(padlen, ' ');
+  out += '\n';
+
+  size_t item = itemSize(array.dtype);
+  out.reserve(out.size() + item * array.values.size());
+  for (double v : array.values) {
+    if (array.dtype == DType::F32) {
+      float f = static_cast<float>(v);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      storeLE(out, bits, 4);
+    } else {
+      uint64_t bits;
+      std::memcpy(&bits, &v, 8);
+      storeLE(out, bits, 8);
+    }
+  }
+  return out;
+}
+
+Array read(const std::string &path) {
+  errno = 0;
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    fail(path, std::string("cannot open file: ") + std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0)
+    bytes.append(buffer, n);
+  bool bad = std::ferror(f);
+  int err = errno;
+  std::fclose(f);
+  if (bad)
+    fail(path, std::string("cannot read file: ") + std::strerror(err));
+  return decode(bytes, path);
+}
+
+void write(const std::string &path, const Array &array) {
+  std::string bytes = encode(array, path);
+  errno = 0;
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    fail(path, std::string("cannot create file: ") + std::strerror(errno));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok)
+    fail(path, std::string("cannot write file: ") + std::strerror(err));
+}
+
+} // namespace fwp::npy

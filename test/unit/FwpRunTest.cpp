@@ -1,0 +1,729 @@
+//===- FwpRunTest.cpp - End-to-end tests of the fwp-run tool --------------===//
+//
+// Writes inputs with the .npy writer into temporary directories, runs the
+// fwp-run binary (FWP_RUN_PATH, set by CMake) and checks its outputs, exit
+// status and messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/Reference/Reference.h"
+#include "fwp/Support/Npy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#ifndef FWP_RUN_PATH
+#error "FWP_RUN_PATH must name the fwp-run binary"
+#endif
+
+namespace fs = std::filesystem;
+using fwp::npy::Array;
+using fwp::npy::DType;
+
+namespace {
+
+struct Sizes {
+  int64_t seqLen = 5, batch = 2, dModel = 8, heads = 2;
+};
+
+/// Deterministic values in [-scale, scale).
+class Lcg {
+public:
+  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
+  double next(double scale) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+
+private:
+  uint64_t state;
+};
+
+Array randomArray(std::vector<int64_t> shape, DType dtype, uint64_t seed,
+                  double scale) {
+  Array a;
+  a.shape = std::move(shape);
+  a.dtype = dtype;
+  Lcg rng(seed);
+  int64_t n = fwp::npy::numElements(a.shape);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = rng.next(scale);
+    // Inputs stored as float32 are exactly what the tool reads back.
+    a.values.push_back(dtype == DType::F32 ? static_cast<float>(v) : v);
+  }
+  return a;
+}
+
+/// The inputs of one run, by file name.
+using Inputs = std::map<std::string, Array>;
+
+Inputs makeInputs(const Sizes &s, DType dtype, bool withDy) {
+  int64_t t = s.seqLen, b = s.batch, d = s.dModel, h = s.heads;
+  Inputs in;
+  in["x.npy"] = randomArray({t, b, d}, dtype, 1, 1.0);
+  in["w_q.npy"] = randomArray({d, d}, dtype, 2, 0.5);
+  in["w_k.npy"] = randomArray({d, d}, dtype, 3, 0.5);
+  in["w_v.npy"] = randomArray({d, d}, dtype, 4, 0.5);
+  in["w_beta.npy"] = randomArray({h, d}, dtype, 5, 0.5);
+  in["w_o.npy"] = randomArray({d, d}, dtype, 6, 0.5);
+  in["b_o.npy"] = randomArray({d}, dtype, 7, 0.1);
+  if (withDy)
+    in["dy.npy"] = randomArray({t, b, d}, dtype, 8, 1.0);
+  return in;
+}
+
+fwp::ref::AttentionParams paramsOf(const Inputs &in) {
+  fwp::ref::AttentionParams p;
+  p.wQ = in.at("w_q.npy").values;
+  p.wK = in.at("w_k.npy").values;
+  p.wV = in.at("w_v.npy").values;
+  p.wBeta = in.at("w_beta.npy").values;
+  p.wO = in.at("w_o.npy").values;
+  p.bO = in.at("b_o.npy").values;
+  return p;
+}
+
+fwp::ref::AttentionShape shapeOf(const Inputs &in) {
+  const Array &x = in.at("x.npy");
+  return {x.shape[0], x.shape[1], x.shape[2]};
+}
+
+/// The layer written out with plain loops, independently of the reference
+/// library (delta-rule-math.md sections 1-3), zero initial state.
+std::vector<double> naiveForward(const Inputs &in, int64_t heads, int64_t nu,
+                                 double eps, bool deltaRule) {
+  const Array &xa = in.at("x.npy");
+  int64_t T = xa.shape[0], B = xa.shape[1], Dm = xa.shape[2];
+  int64_t dk = Dm / heads, F = 2 * dk * nu;
+  const auto &x = xa.values;
+  const auto &wq = in.at("w_q.npy").values, &wk = in.at("w_k.npy").values,
+             &wv = in.at("w_v.npy").values, &wb = in.at("w_beta.npy").values,
+             &wo = in.at("w_o.npy").values, &bo = in.at("b_o.npy").values;
+
+  auto dpfp = [&](const std::vector<double> &k) {
+    std::vector<double> r(2 * dk), phi(F);
+    for (int64_t j = 0; j < dk; ++j) {
+      r[j] = std::max(k[j], 0.0);
+      r[dk + j] = std::max(-k[j], 0.0);
+    }
+    double sum = 0;
+    for (int64_t i = 1; i <= nu; ++i)
+      for (int64_t j = 0; j < 2 * dk; ++j) {
+        int64_t m = ((j - i) % (2 * dk) + 2 * dk) % (2 * dk);
+        phi[(i - 1) * 2 * dk + j] = r[j] * r[m];
+        sum += phi[(i - 1) * 2 * dk + j];
+      }
+    for (double &v : phi)
+      v /= sum + eps;
+    return phi;
+  };
+
+  std::vector<double> heads_out(T * B * Dm), y(T * B * Dm);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<double> W(dk * F, 0.0); // d_v x D
+      for (int64_t t = 0; t < T; ++t) {
+        const double *xt = &x[(t * B + b) * Dm];
+        std::vector<double> q(dk), k(dk), v(dk);
+        for (int64_t r = 0; r < dk; ++r)
+          for (int64_t c = 0; c < Dm; ++c) {
+            q[r] += wq[(h * dk + r) * Dm + c] * xt[c];
+            k[r] += wk[(h * dk + r) * Dm + c] * xt[c];
+            v[r] += wv[(h * dk + r) * Dm + c] * xt[c];
+          }
+        double logit = 0;
+        for (int64_t c = 0; c < Dm; ++c)
+          logit += wb[h * Dm + c] * xt[c];
+        double beta = 1.0 / (1.0 + std::exp(-logit));
+        std::vector<double> Q = dpfp(q), K = dpfp(k);
+        for (int64_t r = 0; r < dk; ++r) {
+          double vbar = 0;
+          for (int64_t f = 0; f < F; ++f)
+            vbar += W[r * F + f] * K[f];
+          double coef = deltaRule ? beta * (v[r] - vbar) : v[r];
+          for (int64_t f = 0; f < F; ++f)
+            W[r * F + f] += coef * K[f];
+        }
+        for (int64_t r = 0; r < dk; ++r) {
+          double o = 0;
+          for (int64_t f = 0; f < F; ++f)
+            o += W[r * F + f] * Q[f];
+          heads_out[(t * B + b) * Dm + h * dk + r] = o;
+        }
+      }
+    }
+  for (int64_t n = 0; n < T * B; ++n)
+    for (int64_t r = 0; r < Dm; ++r) {
+      double acc = bo[r];
+      for (int64_t c = 0; c < Dm; ++c)
+        acc += wo[r * Dm + c] * heads_out[n * Dm + c];
+      y[n * Dm + r] = acc;
+    }
+  return y;
+}
+
+struct RunResult {
+  int status = -1; // exit status, -1 if it did not exit normally
+  std::string out, err;
+};
+
+std::string readText(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string quote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// Names of the entries of `dir`, sorted; empty if it does not exist.
+std::vector<std::string> listDir(const fs::path &dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return names;
+  for (const auto &entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const std::vector<std::string> kGradientFiles = {
+    "db_o.npy", "dw_beta.npy", "dw_k.npy", "dw_o.npy",
+    "dw_q.npy", "dw_v.npy",    "dx.npy"};
+
+class FwpRunTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "fwpruntest-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    ASSERT_NE(mkdtemp(buf.data()), nullptr);
+    root = buf.data();
+    in = root / "in";
+    out = root / "out";
+    fs::create_directory(in);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+
+  void writeInputs(const Inputs &inputs) {
+    for (const auto &[name, array] : inputs)
+      fwp::npy::write((in / name).string(), array);
+  }
+
+  /// Runs fwp-run with `args` (already shell-quoted where needed).
+  RunResult run(const std::string &args) {
+    std::string cmd = quote(FWP_RUN_PATH) + " " + args + " >" +
+                      quote((root / "stdout.txt").string()) + " 2>" +
+                      quote((root / "stderr.txt").string());
+    int rc = std::system(cmd.c_str());
+    RunResult r;
+    if (rc != -1 && WIFEXITED(rc))
+      r.status = WEXITSTATUS(rc);
+    r.out = readText(root / "stdout.txt");
+    r.err = readText(root / "stderr.txt");
+    return r;
+  }
+
+  /// The usual arguments with `extra` appended.
+  std::string args(const std::string &extra = "--heads 2") {
+    return "--inputs " + quote(in.string()) + " --outputs " +
+           quote(out.string()) + " " + extra;
+  }
+
+  /// Runs with `arguments`, expects exit status 2, one line on stderr
+  /// "fwp-run: ..." containing each of `parts`, and no output directory (or
+  /// one left exactly as it was).
+  void expectRefused(const std::string &arguments,
+                     const std::vector<std::string> &parts) {
+    std::vector<std::string> before = listDir(out);
+    std::vector<std::string> rootBefore = listDir(root);
+    RunResult r = run(arguments);
+    EXPECT_EQ(r.status, 2) << "stderr: " << r.err;
+    EXPECT_EQ(r.err.rfind("fwp-run: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.back(), '\n');
+    for (const std::string &part : parts)
+      EXPECT_NE(r.err.find(part), std::string::npos)
+          << "stderr: " << r.err << "expected to contain: " << part;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(listDir(out), before) << "outputs changed";
+    // No temporary directory left behind next to the outputs either.
+    std::vector<std::string> rootAfter = listDir(root);
+    rootAfter.erase(std::remove_if(rootAfter.begin(), rootAfter.end(),
+                                   [](const std::string &n) {
+                                     return n == "stdout.txt" ||
+                                            n == "stderr.txt";
+                                   }),
+                    rootAfter.end());
+    rootBefore.erase(std::remove_if(rootBefore.begin(), rootBefore.end(),
+                                    [](const std::string &n) {
+                                      return n == "stdout.txt" ||
+                                             n == "stderr.txt";
+                                    }),
+                     rootBefore.end());
+    EXPECT_EQ(rootAfter, rootBefore);
+  }
+
+  void expectSuccess(const RunResult &r) {
+    EXPECT_EQ(r.status, 0) << "stderr: " << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out, "");
+  }
+
+  Array readOutput(const std::string &name) {
+    return fwp::npy::read((out / name).string());
+  }
+
+  fs::path root, in, out;
+};
+
+void expectValues(const Array &a, const std::vector<double> &expected,
+                  double tol = 0.0) {
+  ASSERT_EQ(a.values.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (tol == 0.0)
+      EXPECT_EQ(a.values[i], expected[i]) << "at " << i;
+    else
+      EXPECT_NEAR(a.values[i], expected[i],
+                  tol * std::max(1.0, std::abs(expected[i])))
+          << "at " << i;
+  }
+}
+
+std::vector<double> roundToFloat(std::vector<double> v) {
+  for (double &x : v)
+    x = static_cast<float>(x);
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// Working runs
+//===----------------------------------------------------------------------===//
+
+TEST_F(FwpRunTest, HelpPrintsUsage) {
+  RunResult r = run("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(
+      r.out.rfind("usage: fwp-run --inputs DIR --outputs DIR --heads H", 0), 0u)
+      << r.out;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(run("-h").status, 0);
+}
+
+TEST_F(FwpRunTest, ForwardFloat64MatchesIndependentLoops) {
+  Sizes s;
+  Inputs inputs = makeInputs(s, DType::F64, false);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 2 --nu 2")));
+  EXPECT_EQ(listDir(out), std::vector<std::string>{"y.npy"});
+  Array y = readOutput("y.npy");
+  EXPECT_EQ(y.dtype, DType::F64);
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{s.seqLen, s.batch, s.dModel}));
+  expectValues(y, naiveForward(inputs, 2, 2, 1e-6, true), 1e-12);
+}
+
+TEST_F(FwpRunTest, ForwardFloat64MatchesReferenceExactly) {
+  Sizes s;
+  s.heads = 4;
+  Inputs inputs = makeInputs(s, DType::F64, false);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 4 --backend reference")));
+  fwp::ref::AttentionConfig config;
+  config.heads = 4;
+  fwp::ref::AttentionOutputs ref = fwp::ref::attention(
+      config, shapeOf(inputs), inputs["x.npy"].values, paramsOf(inputs));
+  expectValues(readOutput("y.npy"), ref.y);
+}
+
+TEST_F(FwpRunTest, OptionsReachTheBackend) {
+  // Sum rule, nu = 3, a large eps, "--opt=value" spelling.
+  Sizes s;
+  Inputs inputs = makeInputs(s, DType::F64, false);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads=2 --rule=sum --nu 3 --eps 0.5")));
+  fwp::ref::AttentionConfig config;
+  config.heads = 2;
+  config.nu = 3;
+  config.eps = 0.5;
+  config.rule = fwp::ref::Rule::Sum;
+  expectValues(readOutput("y.npy"),
+               fwp::ref::attention(config, shapeOf(inputs),
+                                   inputs["x.npy"].values, paramsOf(inputs))
+                   .y);
+  expectValues(readOutput("y.npy"), naiveForward(inputs, 2, 3, 0.5, false),
+               1e-12);
+}
+
+TEST_F(FwpRunTest, ForwardFloat32WritesFloat32) {
+  Sizes s;
+  Inputs inputs = makeInputs(s, DType::F32, false);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 2")));
+  Array y = readOutput("y.npy");
+  EXPECT_EQ(y.dtype, DType::F32);
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{s.seqLen, s.batch, s.dModel}));
+  fwp::ref::AttentionConfig config;
+  config.heads = 2;
+  // The reference computes in float64 from the float32 inputs; only the
+  // output is rounded.
+  std::vector<double> ref =
+      fwp::ref::attention(config, shapeOf(inputs), inputs["x.npy"].values,
+                          paramsOf(inputs))
+          .y;
+  expectValues(y, roundToFloat(ref));
+}
+
+TEST_F(FwpRunTest, BackwardFloat64WritesAllGradients) {
+  Sizes s;
+  Inputs inputs = makeInputs(s, DType::F64, true);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 2 --nu 2")));
+  std::vector<std::string> expectedFiles = kGradientFiles;
+  expectedFiles.push_back("y.npy");
+  std::sort(expectedFiles.begin(), expectedFiles.end());
+  EXPECT_EQ(listDir(out), expectedFiles);
+
+  fwp::ref::AttentionConfig config;
+  config.heads = 2;
+  config.nu = 2;
+  fwp::ref::AttentionGradients g = fwp::ref::attentionBackward(
+      config, shapeOf(inputs), inputs["x.npy"].values, paramsOf(inputs),
+      inputs["dy.npy"].values);
+  int64_t t = s.seqLen, b = s.batch, d = s.dModel, h = s.heads;
+  struct Expect {
+    const char *name;
+    std::vector<int64_t> shape;
+    const std::vector<double> *values;
+  } expects[] = {{"dx.npy", {t, b, d}, &g.x},       {"dw_q.npy", {d, d}, &g.wQ},
+                 {"dw_k.npy", {d, d}, &g.wK},       {"dw_v.npy", {d, d}, &g.wV},
+                 {"dw_beta.npy", {h, d}, &g.wBeta}, {"dw_o.npy", {d, d}, &g.wO},
+                 {"db_o.npy", {d}, &g.bO}};
+  for (const Expect &e : expects) {
+    SCOPED_TRACE(e.name);
+    Array a = readOutput(e.name);
+    EXPECT_EQ(a.dtype, DType::F64);
+    EXPECT_EQ(a.shape, e.shape);
+    expectValues(a, *e.values);
+  }
+  // y is the forward's, as without dy.
+  expectValues(readOutput("y.npy"), naiveForward(inputs, 2, 2, 1e-6, true),
+               1e-12);
+}
+
+TEST_F(FwpRunTest, BackwardFloat32WritesFloat32Gradients) {
+  Sizes s;
+  s.heads = 1;
+  Inputs inputs = makeInputs(s, DType::F32, true);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 1 --rule sum")));
+  fwp::ref::AttentionConfig config;
+  config.heads = 1;
+  config.rule = fwp::ref::Rule::Sum;
+  fwp::ref::AttentionGradients g = fwp::ref::attentionBackward(
+      config, shapeOf(inputs), inputs["x.npy"].values, paramsOf(inputs),
+      inputs["dy.npy"].values);
+  std::map<std::string, const std::vector<double> *> expected = {
+      {"dx.npy", &g.x},    {"dw_q.npy", &g.wQ},       {"dw_k.npy", &g.wK},
+      {"dw_v.npy", &g.wV}, {"dw_beta.npy", &g.wBeta}, {"dw_o.npy", &g.wO},
+      {"db_o.npy", &g.bO}};
+  for (const auto &[name, values] : expected) {
+    SCOPED_TRACE(name);
+    Array a = readOutput(name);
+    EXPECT_EQ(a.dtype, DType::F32);
+    expectValues(a, roundToFloat(*values));
+  }
+  EXPECT_EQ(readOutput("dw_beta.npy").shape,
+            (std::vector<int64_t>{1, s.dModel}));
+}
+
+TEST_F(FwpRunTest, CreatesMissingOutputDirectoryAndParents) {
+  Sizes s;
+  writeInputs(makeInputs(s, DType::F64, false));
+  out = root / "a" / "b" / "out";
+  expectSuccess(run(args("--heads 2")));
+  EXPECT_EQ(listDir(out), std::vector<std::string>{"y.npy"});
+  // Nothing but the output directory was left in its parent.
+  EXPECT_EQ(listDir(root / "a" / "b"), std::vector<std::string>{"out"});
+  // A trailing slash names the same directory.
+  fs::remove_all(root / "a");
+  expectSuccess(run("--inputs " + quote(in.string()) + " --outputs " +
+                    quote(out.string() + "/") + " --heads 2"));
+  EXPECT_EQ(listDir(out), std::vector<std::string>{"y.npy"});
+  EXPECT_EQ(listDir(root / "a" / "b"), std::vector<std::string>{"out"});
+}
+
+TEST_F(FwpRunTest, ReplacesOutputsInExistingDirectory) {
+  Sizes s;
+  writeInputs(makeInputs(s, DType::F64, true));
+  fs::create_directory(out);
+  std::ofstream(out / "notes.txt") << "keep me";
+  expectSuccess(run(args("--heads 2")));
+  std::vector<std::string> all = kGradientFiles;
+  all.push_back("notes.txt");
+  all.push_back("y.npy");
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(listDir(out), all);
+
+  // A forward-only run removes the gradients of the earlier run, which would
+  // not belong to the new y, and leaves other files alone.
+  fs::remove(in / "dy.npy");
+  Array y1 = readOutput("y.npy");
+  expectSuccess(run(args("--heads 2 --rule sum")));
+  EXPECT_EQ(listDir(out), (std::vector<std::string>{"notes.txt", "y.npy"}));
+  EXPECT_EQ(readText(out / "notes.txt"), "keep me");
+  EXPECT_NE(readOutput("y.npy").values, y1.values);
+}
+
+TEST_F(FwpRunTest, InputsDirectoryAsOutputs) {
+  Sizes s;
+  Inputs inputs = makeInputs(s, DType::F64, false);
+  writeInputs(inputs);
+  out = in;
+  expectSuccess(run(args("--heads 2")));
+  std::vector<std::string> names;
+  for (const auto &entry : inputs)
+    names.push_back(entry.first);
+  names.push_back("y.npy");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(listDir(in), names);
+}
+
+TEST_F(FwpRunTest, EmptySequence) {
+  Sizes s;
+  s.seqLen = 0;
+  writeInputs(makeInputs(s, DType::F64, true));
+  expectSuccess(run(args("--heads 2")));
+  EXPECT_EQ(readOutput("y.npy").shape,
+            (std::vector<int64_t>{0, s.batch, s.dModel}));
+  EXPECT_EQ(readOutput("dx.npy").shape,
+            (std::vector<int64_t>{0, s.batch, s.dModel}));
+  Array dwq = readOutput("dw_q.npy");
+  EXPECT_EQ(dwq.values, std::vector<double>(s.dModel * s.dModel, 0.0));
+}
+
+//===----------------------------------------------------------------------===//
+// Refusals: exit 2, one line naming the problem, no outputs
+//===----------------------------------------------------------------------===//
+
+TEST_F(FwpRunTest, RefusesBadCommandLines) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false));
+  expectRefused(args("--heads 2 --bogus 1"),
+                {"fwp-run: unknown option '--bogus'"});
+  expectRefused(args("--heads"), {"fwp-run: option --heads needs a value"});
+  expectRefused("--inputs --outputs " + quote(out.string()) + " --heads 2",
+                {"fwp-run: option --inputs needs a value"});
+  expectRefused("--outputs " + quote(out.string()) + " --heads 2",
+                {"fwp-run: missing required option --inputs"});
+  expectRefused("--inputs " + quote(in.string()) + " --heads 2",
+                {"fwp-run: missing required option --outputs"});
+  expectRefused(args(""), {"fwp-run: missing required option --heads"});
+  expectRefused(args("--heads 2 extra"),
+                {"fwp-run: unexpected argument 'extra'"});
+  expectRefused(args("--heads 2 --heads 2"),
+                {"fwp-run: option --heads is given more than once"});
+  expectRefused(args("--heads two"),
+                {"fwp-run: --heads expects a positive integer, got 'two'"});
+  expectRefused(args("--heads 0"),
+                {"fwp-run: --heads expects a positive integer, got '0'"});
+  expectRefused(args("--heads 2 --nu 1.5"),
+                {"fwp-run: --nu expects an integer, got '1.5'"});
+}
+
+TEST_F(FwpRunTest, RefusesMissingFiles) {
+  for (const char *name : {"x.npy", "w_q.npy", "w_k.npy", "w_v.npy",
+                           "w_beta.npy", "w_o.npy", "b_o.npy"}) {
+    SCOPED_TRACE(name);
+    writeInputs(makeInputs(Sizes(), DType::F64, true));
+    fs::remove(in / name);
+    expectRefused(args(), {std::string("fwp-run: missing input file ") + name +
+                           " in '" + in.string() + "'"});
+  }
+  fs::remove_all(in);
+  expectRefused(args(), {"fwp-run: input directory '" + in.string() +
+                         "' does not exist"});
+}
+
+TEST_F(FwpRunTest, RefusesShapesThatDoNotFit) {
+  Sizes s; // seq 5, batch 2, d_model 8, heads 2
+  struct Case {
+    const char *name;
+    std::vector<int64_t> shape;
+    std::string message;
+  } cases[] = {
+      {"x.npy",
+       {5, 8},
+       "fwp-run: x.npy has shape [5, 8], expected [seq_len, batch, d_model]"},
+      {"x.npy",
+       {5, 2, 0},
+       "fwp-run: x.npy has shape [5, 2, 0], expected d_model >= 1"},
+      {"w_q.npy",
+       {8, 8, 1},
+       "fwp-run: w_q.npy has shape [8, 8, 1], expected [8, 8] (d_model = 8)"},
+      {"w_k.npy",
+       {8, 6},
+       "fwp-run: w_k.npy has shape [8, 6], expected [8, 8] (d_model = 8)"},
+      {"w_v.npy",
+       {6, 8},
+       "fwp-run: w_v.npy has shape [6, 8], expected [8, 8] (d_model = 8)"},
+      {"w_beta.npy",
+       {8},
+       "fwp-run: w_beta.npy has shape [8], expected [2, 8] (heads = 2, "
+       "d_model = 8)"},
+      {"w_o.npy", {}, "fwp-run: w_o.npy has shape [], expected [8, 8]"},
+      {"b_o.npy",
+       {1, 8},
+       "fwp-run: b_o.npy has shape [1, 8], expected [8] (d_model = 8)"},
+      {"dy.npy",
+       {5, 1, 8},
+       "fwp-run: dy.npy has shape [5, 1, 8], expected [5, 2, 8] (the shape "
+       "of x.npy)"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    Inputs inputs = makeInputs(s, DType::F64, true);
+    inputs[c.name] = randomArray(c.shape, DType::F64, 9, 1.0);
+    writeInputs(inputs);
+    expectRefused(args("--heads 2"), {c.message});
+  }
+}
+
+TEST_F(FwpRunTest, RefusesHeadsNotDividingDModel) {
+  Sizes s;
+  writeInputs(makeInputs(s, DType::F64, false));
+  expectRefused(args("--heads 3"),
+                {"fwp-run: --heads 3 does not divide d_model = 8"});
+  expectRefused(args("--heads 16"),
+                {"fwp-run: --heads 16 does not divide d_model = 8"});
+}
+
+TEST_F(FwpRunTest, RefusesNuOutOfRange) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false)); // d_k = 4
+  expectRefused(args("--heads 2 --nu 0"),
+                {"fwp-run: --nu 0 is out of range [1, 7] (d_k = "});
+  expectRefused(args("--heads 2 --nu 8"),
+                {"fwp-run: --nu 8 is out of range [1, 7]"});
+  expectRefused(args("--heads 8 --nu 2"),
+                {"fwp-run: --nu 2 is out of range [1, 1]"});
+  expectRefused(args("--heads 2 --nu -3"),
+                {"fwp-run: --nu -3 is out of range [1, 7]"});
+}
+
+TEST_F(FwpRunTest, RefusesBadEps) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false));
+  for (const char *eps : {"0", "-1e-6", "abc", "nan", "inf", "1e-6x", ""}) {
+    SCOPED_TRACE(eps);
+    expectRefused(args(std::string("--heads 2 --eps=") + eps),
+                  {std::string("fwp-run: --eps expects a finite number > 0, "
+                               "got '") +
+                   eps + "'"});
+  }
+}
+
+TEST_F(FwpRunTest, RefusesUnknownRule) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false));
+  expectRefused(args("--heads 2 --rule linear"),
+                {"fwp-run: unknown rule 'linear' (expected delta or sum)"});
+}
+
+TEST_F(FwpRunTest, RefusesUnavailableAndUnknownBackends) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false));
+  expectRefused(args("--heads 2 --backend cpu"),
+                {"fwp-run: backend 'cpu' is not available yet"});
+  expectRefused(args("--heads 2 --backend cuda"),
+                {"fwp-run: backend 'cuda' is not available yet"});
+  expectRefused(args("--heads 2 --backend tpu"),
+                {"fwp-run: unknown backend 'tpu'"});
+}
+
+TEST_F(FwpRunTest, RefusesMixedDtypes) {
+  Inputs inputs = makeInputs(Sizes(), DType::F32, true);
+  inputs["w_v.npy"].dtype = DType::F64;
+  writeInputs(inputs);
+  expectRefused(args(), {"fwp-run: w_v.npy is float64 but x.npy is float32 "
+                         "(all inputs must have the same dtype)"});
+  inputs = makeInputs(Sizes(), DType::F64, true);
+  inputs["dy.npy"].dtype = DType::F32;
+  writeInputs(inputs);
+  expectRefused(args(), {"fwp-run: dy.npy is float32 but x.npy is float64"});
+}
+
+TEST_F(FwpRunTest, RefusesNonFiniteValues) {
+  struct Case {
+    const char *name;
+    size_t index;
+    double value;
+    std::string message;
+  } cases[] = {
+      {"x.npy", 2 * 16 + 1 * 8 + 3, std::nan(""),
+       "fwp-run: x.npy has a non-finite value (nan) at index [2, 1, 3]"},
+      {"w_k.npy", 13, std::numeric_limits<double>::infinity(),
+       "fwp-run: w_k.npy has a non-finite value (inf) at index [1, 5]"},
+      {"b_o.npy", 7, -std::numeric_limits<double>::infinity(),
+       "fwp-run: b_o.npy has a non-finite value (-inf) at index [7]"},
+      {"dy.npy", 0, std::nan(""),
+       "fwp-run: dy.npy has a non-finite value (nan) at index [0, 0, 0]"},
+  };
+  for (DType dtype : {DType::F64, DType::F32})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(c.name);
+      Inputs inputs = makeInputs(Sizes(), dtype, true);
+      inputs[c.name].values[c.index] = c.value;
+      writeInputs(inputs);
+      expectRefused(args(), {c.message});
+    }
+}
+
+TEST_F(FwpRunTest, RefusesMalformedNpyFiles) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false));
+  std::ofstream(in / "w_q.npy") << "not an npy file";
+  expectRefused(
+      args(), {"fwp-run: " + (in / "w_q.npy").string() + ": not an .npy file"});
+}
+
+TEST_F(FwpRunTest, RefusesOutputPathThatIsAFile) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false));
+  std::ofstream(root / "file") << "x";
+  out = root / "file";
+  RunResult r = run(args());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "fwp-run: output path '" + out.string() +
+                       "' exists and is not a directory\n");
+  EXPECT_EQ(readText(out), "x");
+}
+
+TEST_F(FwpRunTest, RefusalLeavesExistingOutputsAlone) {
+  Sizes s;
+  writeInputs(makeInputs(s, DType::F64, true));
+  expectSuccess(run(args()));
+  std::string y = readText(out / "y.npy");
+  std::string dx = readText(out / "dx.npy");
+  Inputs bad = makeInputs(s, DType::F64, true);
+  bad["w_o.npy"] = randomArray({4, 4}, DType::F64, 1, 1.0);
+  writeInputs(bad);
+  expectRefused(args(), {"fwp-run: w_o.npy has shape [4, 4]"});
+  EXPECT_EQ(readText(out / "y.npy"), y);
+  EXPECT_EQ(readText(out / "dx.npy"), dx);
+}
+
+} // namespace

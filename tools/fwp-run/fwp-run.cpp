@@ -1,0 +1,125 @@
+//===- fwp-run.cpp - Run fast-weight attention on .npy files --------------===//
+//
+//   fwp-run --inputs DIR --outputs DIR --heads H [--nu 1] [--eps 1e-6]
+//           [--rule delta|sum] [--backend reference]
+//
+// Reads x, the layer's parameters and optionally dy from DIR/*.npy, runs the
+// forward (and, given dy, the backward) on the chosen backend and writes y
+// (and the gradients) as .npy files of the inputs' dtype. See --help.
+//
+// Exit status: 0 on success; 2 on bad usage or bad inputs; 1 on any other
+// failure. Every failure prints exactly one line "fwp-run: ..." on stderr and
+// leaves the outputs directory as it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+#include "Error.h"
+#include "IO.h"
+#include "Options.h"
+
+#include <cstdio>
+#include <new>
+#include <string>
+
+using namespace fwp;
+using namespace fwp::run;
+
+namespace {
+
+/// Prints `message` as one line: any newline in it (say, from a file name)
+/// is escaped.
+void report(const std::string &message) {
+  std::string line = "fwp-run: ";
+  for (char c : message) {
+    if (c == '\n')
+      line += "\\n";
+    else if (c == '\r')
+      line += "\\r";
+    else
+      line += c;
+  }
+  line += '\n';
+  std::fputs(line.c_str(), stderr);
+}
+
+/// Wraps a backend result as an output file, checking its size.
+OutputFile output(const char *name, std::vector<int64_t> shape,
+                  npy::DType dtype, std::vector<double> values,
+                  const Backend &backend) {
+  int64_t expected = npy::numElements(shape);
+  if (values.size() != static_cast<uint64_t>(expected))
+    throw std::runtime_error(std::string("internal error: backend '") +
+                             backend.name() + "' returned " +
+                             std::to_string(values.size()) + " values for " +
+                             name + ", expected " + std::to_string(expected) +
+                             " (shape " + npy::formatShape(shape) + ")");
+  return OutputFile{name,
+                    npy::Array{std::move(shape), dtype, std::move(values)}};
+}
+
+int runTool(int argc, char **argv) {
+  Options opts = parseOptions(argc, argv);
+  if (opts.help) {
+    std::fputs(usage(), stdout);
+    return 0;
+  }
+  std::unique_ptr<Backend> backend = createBackend(opts.backend);
+  checkOutputPath(opts.outputs);
+  Problem p = loadInputs(opts);
+
+  const int64_t t = p.shape.seqLen, b = p.shape.batch, d = p.shape.dModel;
+  const int64_t h = p.config.heads;
+  std::vector<OutputFile> files;
+  ref::AttentionOutputs fwd =
+      backend->forward(p.config, p.shape, p.x, p.params);
+  files.push_back(
+      output("y.npy", {t, b, d}, p.dtype, std::move(fwd.y), *backend));
+
+  const std::vector<std::string> gradientNames = {
+      "dx.npy",      "dw_q.npy", "dw_k.npy", "dw_v.npy",
+      "dw_beta.npy", "dw_o.npy", "db_o.npy"};
+  if (p.hasDy) {
+    ref::AttentionGradients g =
+        backend->backward(p.config, p.shape, p.x, p.params, p.dy);
+    files.push_back(
+        output("dx.npy", {t, b, d}, p.dtype, std::move(g.x), *backend));
+    files.push_back(
+        output("dw_q.npy", {d, d}, p.dtype, std::move(g.wQ), *backend));
+    files.push_back(
+        output("dw_k.npy", {d, d}, p.dtype, std::move(g.wK), *backend));
+    files.push_back(
+        output("dw_v.npy", {d, d}, p.dtype, std::move(g.wV), *backend));
+    files.push_back(
+        output("dw_beta.npy", {h, d}, p.dtype, std::move(g.wBeta), *backend));
+    files.push_back(
+        output("dw_o.npy", {d, d}, p.dtype, std::move(g.wO), *backend));
+    files.push_back(
+        output("db_o.npy", {d}, p.dtype, std::move(g.bO), *backend));
+  }
+  // Without dy, gradient files left by an earlier run would not belong to
+  // the new y.npy: they are removed.
+  writeOutputs(opts.outputs, files,
+               p.hasDy ? std::vector<std::string>{} : gradientNames);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return runTool(argc, argv);
+  } catch (const UsageError &e) {
+    report(e.what());
+    return 2;
+  } catch (const std::bad_alloc &) {
+    report("out of memory");
+    return 1;
+  } catch (const std::exception &e) {
+    report(e.what());
+    return 1;
+  } catch (...) {
+    report("unexpected error");
+    return 1;
+  }
+}
