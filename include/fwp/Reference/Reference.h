@@ -14,6 +14,10 @@
 //   wBeta             [heads, dModel]
 //   bO                [dModel]
 //
+// Every entry point throws std::invalid_argument on a vector whose size does
+// not match its shape, a negative size, heads not dividing dModel, nu
+// outside [1, 2*dHead-1] or eps <= 0.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FWP_REFERENCE_REFERENCE_H
@@ -76,6 +80,8 @@ struct AttentionShape {
   int64_t seqLen = 0, batch = 0, dModel = 0;
 };
 
+/// For the sum rule `wBeta` is unused: it may be empty, and its gradient then
+/// has the size given (empty, or all zeros).
 struct AttentionParams {
   std::vector<double> wQ, wK, wV, wBeta, wO, bO;
 };
