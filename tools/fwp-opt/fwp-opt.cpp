@@ -5,18 +5,22 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fwp/Conversion/Passes.h"
 #include "fwp/Dialect/FwpDialect.h"
+#include "fwp/Pipelines/Pipelines.h"
+#include "fwp/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  fwp::registerFwpTransformsPasses();
+  fwp::registerFwpConversionPasses();
+  fwp::registerFwpPipelines();
+
   mlir::DialectRegistry registry;
-  registry.insert<fwp::FwpDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect, mlir::tensor::TensorDialect>();
+  registry.insert<fwp::FwpDialect>();
+  fwp::registerPipelineDependencies(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "fwp optimizer driver: the fwp dialect and its passes\n",
       registry));

@@ -1,0 +1,21 @@
+//===- Passes.h - Conversions out of fwp's tiled form -----------*- C++ -*-===//
+
+#ifndef FWP_CONVERSION_PASSES_H
+#define FWP_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+namespace fwp {
+
+#define GEN_PASS_DECL
+#include "fwp/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "fwp/Conversion/Passes.h.inc"
+
+} // namespace fwp
+
+#endif // FWP_CONVERSION_PASSES_H

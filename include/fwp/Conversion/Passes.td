@@ -1,0 +1,27 @@
+//===- Passes.td - Conversions out of fwp's tiled form -----*- tablegen -*-===//
+
+#ifndef FWP_CONVERSION_PASSES_TD
+#define FWP_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
+  let summary = "Map the kernels of fwp-tile-scan onto GPU blocks and threads";
+  let description = [{
+    Each `scf.forall` tagged `fwp.kernel` (made by `fwp-tile-scan`) becomes a
+    `gpu.launch` with one thread block per point of the forall (grid x, y,
+    z from its bounds). Inside, each `scf.parallel` becomes a loop that the
+    block's threads share (thread `t` takes the points `t, t + n, ...` in
+    row-major order) followed by a `gpu.barrier`; all other code runs on
+    every thread of the block.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
+           "threads per block">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+#endif // FWP_CONVERSION_PASSES_TD

@@ -1,0 +1,70 @@
+//===- Pipelines.h - fwp's named pass pipelines -----------------*- C++ -*-===//
+//
+// fwp-to-cpu: fwp ops on tensors -> LLVM dialect for the host, ready for the
+//             ExecutionEngine.
+// fwp-to-ptx: fwp ops on tensors -> gpu.launch kernels -> NVVM -> PTX in a
+//             gpu.binary (format isa).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_PIPELINES_PIPELINES_H
+#define FWP_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace fwp {
+
+/// Options of the stages shared by both pipelines.
+template <typename Derived>
+struct CommonPipelineOptions : mlir::PassPipelineOptions<Derived> {
+  using Base = mlir::PassPipelineOptions<Derived>;
+  typename Base::template Option<int64_t> chunkSize{
+      *this, "chunk-size", llvm::cl::desc("steps per chunk of the scan"),
+      llvm::cl::init(64)};
+};
+
+struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {};
+
+struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("target GPU architecture"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features, e.g. +ptx80; empty picks the oldest PTX "
+                     "version the chip allows, which every ptxas that knows "
+                     "the chip accepts"),
+      llvm::cl::init("")};
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("threads per block of the scan"),
+                            llvm::cl::init(128)};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("LLVM optimisation level"),
+                            llvm::cl::init(3)};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit (for libdevice: exp in the gate)"),
+      llvm::cl::init("/usr/local/cuda")};
+};
+
+/// fwp on tensors -> loops on buffers (both pipelines start like this).
+void buildFwpToLoopsPipeline(mlir::OpPassManager &pm, int64_t chunkSize);
+void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
+                           const CpuPipelineOptions &options);
+void buildFwpToPtxPipeline(mlir::OpPassManager &pm,
+                           const PtxPipelineOptions &options);
+
+/// Registers fwp-to-cpu and fwp-to-ptx with the pass registry.
+void registerFwpPipelines();
+
+/// Adds what the pipelines produce and need: the dialects they create, the
+/// to-LLVM interfaces convert-gpu-to-nvvm collects, the NVVM target and the
+/// LLVM IR translations that serialise kernels to PTX or feed the JIT.
+void registerPipelineDependencies(mlir::DialectRegistry &registry);
+
+} // namespace fwp
+
+#endif // FWP_PIPELINES_PIPELINES_H

@@ -1,0 +1,159 @@
+//===- Pipelines.cpp - fwp's named pass pipelines -------------------------===//
+
+#include "fwp/Pipelines/Pipelines.h"
+
+#include "fwp/Conversion/Passes.h"
+#include "fwp/Transforms/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace fwp {
+
+void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize) {
+  pm.addPass(createFwpDecomposeAttention());
+  pm.addPass(createFwpFuseDpfp());
+  pm.addPass(createFwpLowerGate());
+  pm.addPass(createFwpTileScan(FwpTileScanOptions{chunkSize}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Tensors at function boundaries become plain (identity-layout) memrefs,
+  // results become out-parameters: the caller owns every buffer.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+}
+
+void buildFwpToCpuPipeline(OpPassManager &pm,
+                           const CpuPipelineOptions &options) {
+  buildFwpToLoopsPipeline(pm, options.chunkSize);
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createForallToForLoopPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createLoopInvariantCodeMotionPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void buildFwpToPtxPipeline(OpPassManager &pm,
+                           const PtxPipelineOptions &options) {
+  buildFwpToLoopsPipeline(pm, options.chunkSize);
+  // Our scan kernels first, so that upstream's greedy mapper only sees the
+  // loops of the projections and the output layer.
+  pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createGpuMapParallelLoopsPass());
+  pm.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createLowerAffinePass());
+  device.addPass(createSCFToControlFlowPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void registerFwpPipelines() {
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "fwp-to-cpu", "Lower fwp to the LLVM dialect for the host CPU",
+      buildFwpToCpuPipeline);
+  PassPipelineRegistration<PtxPipelineOptions>(
+      "fwp-to-ptx", "Lower fwp to GPU kernels and PTX (a gpu.binary)",
+      buildFwpToPtxPipeline);
+}
+
+void registerPipelineDependencies(DialectRegistry &registry) {
+  registry.insert<affine::AffineDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                  tensor::TensorDialect, ub::UBDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
+
+} // namespace fwp

@@ -1,0 +1,11 @@
+// The CPU pipeline takes the whole module to the LLVM dialect; results
+// become out-parameters and nothing else is left.
+// RUN: fwp-opt %fwp_src_root/examples/attention.mlir -fwp-to-cpu | FileCheck %s
+// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-to-cpu=chunk-size=16 | FileCheck %s
+
+// CHECK: llvm.func @{{.*}}(
+// CHECK-NOT: fwp.
+// CHECK-NOT: scf.
+// CHECK-NOT: memref.
+// CHECK-NOT: builtin.unrealized_conversion_cast
+// CHECK: llvm.return

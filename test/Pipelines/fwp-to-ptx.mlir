@@ -1,0 +1,12 @@
+// The PTX pipeline produces one gpu.binary whose PTX holds our scan kernels
+// and the kernels of the projections.
+// RUN: fwp-opt %fwp_src_root/examples/attention.mlir -fwp-to-ptx | FileCheck %s
+// RUN: fwp-opt %fwp_src_root/examples/scan.mlir '-fwp-to-ptx=chip=sm_80 block-size=256' \
+// RUN:   | FileCheck %s --check-prefix=SM80
+
+// CHECK: gpu.binary @{{.*}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">
+// CHECK-SAME: .target sm_90
+// CHECK-SAME: .entry
+
+// SM80: #nvvm.target<O = 3, chip = "sm_80">
+// SM80-SAME: .maxntid 256, 1, 1
