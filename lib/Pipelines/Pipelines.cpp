@@ -55,8 +55,6 @@ void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize) {
   pm.addPass(createFwpFuseDpfp());
   pm.addPass(createFwpLowerGate());
   pm.addPass(createFwpTileScan(FwpTileScanOptions{chunkSize}));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
 
   // Tensors at function boundaries become plain (identity-layout) memrefs,
   // results become out-parameters: the caller owns every buffer.
@@ -66,12 +64,17 @@ void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(bufferization::createBufferResultsToOutParamsPass());
-  bufferization::buildBufferDeallocationPipeline(pm);
 }
 
 void buildFwpToCpuPipeline(OpPassManager &pm,
                            const CpuPipelineOptions &options) {
   buildFwpToLoopsPipeline(pm, options.chunkSize);
+  // The host frees its workspace. (The PTX pipeline leaves the host side to
+  // the runtime, and canonicalising the kernels before they are mapped to
+  // threads made ptxas spill, so it skips both.)
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createForallToForLoopPass());
   pm.addPass(createSCFToControlFlowPass());

@@ -50,7 +50,8 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
       llvm::cl::init("/usr/local/cuda")};
 };
 
-/// fwp on tensors -> loops on buffers (both pipelines start like this).
+/// fwp on tensors -> loops on buffers, results as out-parameters (both
+/// pipelines start like this).
 void buildFwpToLoopsPipeline(mlir::OpPassManager &pm, int64_t chunkSize);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
                            const CpuPipelineOptions &options);
