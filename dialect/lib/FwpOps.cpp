@@ -148,10 +148,11 @@ LogicalResult DpfpOp::verify() {
                               getEps().convertToDouble(), d, "d")))
     return failure();
   if (d && !resultType.isDynamicDim(last) &&
-      resultType.getDimSize(last) != 2 * *d * getNu())
+      resultType.getDimSize(last) != 2 * *d * static_cast<int64_t>(getNu()))
     return emitOpError() << "result feature size is "
                          << resultType.getDimSize(last)
-                         << ", expected 2 * d * nu = " << 2 * *d * getNu();
+                         << ", expected 2 * d * nu = "
+                         << 2 * *d * static_cast<int64_t>(getNu());
   return success();
 }
 
@@ -172,44 +173,62 @@ LogicalResult GateOp::verify() {
 // ScanOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ScanOp::verify() {
-  if (getRule() == Rule::Delta && !getBeta())
-    return emitOpError() << "the delta rule requires 'beta'";
-  if (getRule() == Rule::Sum && getBeta())
-    return emitOpError() << "the sum rule takes no 'beta'";
+/// The operands a scan and its gradient share: rule and beta, DPFP
+/// attributes, q, k, v, beta and the initial state.
+template <typename ScanLikeOp>
+static LogicalResult verifyScanOperands(ScanLikeOp op, LayoutChecker &layout) {
+  if (op.getRule() == Rule::Delta && !op.getBeta())
+    return op.emitOpError() << "the delta rule requires 'beta'";
+  if (op.getRule() == Rule::Sum && op.getBeta())
+    return op.emitOpError() << "the sum rule takes no 'beta'";
+  if (op.getDpfpNu().has_value() != op.getDpfpEps().has_value())
+    return op.emitOpError() << "'dpfp_nu' and 'dpfp_eps' go together";
 
-  if (getDpfpNu().has_value() != getDpfpEps().has_value())
-    return emitOpError() << "'dpfp_nu' and 'dpfp_eps' go together";
-
-  LayoutChecker layout(getOperation());
-  if (getDpfpNu()) {
+  const StringRef perStep[] = {"seq_len", "batch", "heads", "d_v"};
+  if (op.getDpfpNu()) {
     // Fused DPFP: q and k are raw d_k-wide vectors; the state is D wide.
-    if (failed(
-            layout.check("q", getQ(), {"seq_len", "batch", "heads", "d_k"})) ||
-        failed(layout.check("k", getK(), {"seq_len", "batch", "heads", "d_k"})))
+    const StringRef raw[] = {"seq_len", "batch", "heads", "d_k"};
+    if (failed(layout.check("q", op.getQ(), raw)) ||
+        failed(layout.check("k", op.getK(), raw)))
       return failure();
     std::optional<int64_t> dKey = layout.lookup("d_k");
-    if (failed(verifyDpfpParams(getOperation(), *getDpfpNu(),
-                                getDpfpEps()->convertToDouble(), dKey, "d_k")))
+    int64_t nu = *op.getDpfpNu();
+    if (failed(verifyDpfpParams(op, nu, op.getDpfpEps()->convertToDouble(),
+                                dKey, "d_k")) ||
+        (dKey && failed(layout.bind("D", 2 * *dKey * nu, "q with DPFP", 3))))
       return failure();
-    if (dKey &&
-        failed(layout.bind("D", 2 * *dKey * *getDpfpNu(), "q with DPFP", 3)))
+  } else {
+    const StringRef features[] = {"seq_len", "batch", "heads", "D"};
+    if (failed(layout.check("q", op.getQ(), features)) ||
+        failed(layout.check("k", op.getK(), features)))
       return failure();
-  } else if (failed(layout.check("q", getQ(),
-                                 {"seq_len", "batch", "heads", "D"})) ||
-             failed(layout.check("k", getK(),
-                                 {"seq_len", "batch", "heads", "D"}))) {
-    return failure();
   }
-  if (failed(layout.check("v", getV(), {"seq_len", "batch", "heads", "d_v"})))
+  if (failed(layout.check("v", op.getV(), perStep)))
     return failure();
-  if (getBeta() &&
-      failed(layout.check("beta", getBeta(), {"seq_len", "batch", "heads"})))
+  if (op.getBeta() &&
+      failed(layout.check("beta", op.getBeta(), {"seq_len", "batch", "heads"})))
     return failure();
-  if (getInitial() && failed(layout.check("initial", getInitial(),
-                                          {"batch", "heads", "d_v", "D"})))
+  if (op.getInitial() && failed(layout.check("initial", op.getInitial(),
+                                             {"batch", "heads", "d_v", "D"})))
     return failure();
-  if (failed(layout.check("y", getY(), {"seq_len", "batch", "heads", "d_v"})))
+  return success();
+}
+
+/// Checks that gradient `name` has the type of the operand it belongs to.
+static LogicalResult checkGradientType(Operation *op, StringRef name,
+                                       Value gradient, StringRef operandName,
+                                       Value operand) {
+  if (gradient.getType() == operand.getType())
+    return success();
+  return op->emitOpError() << "'" << name << "' must have the type of '"
+                           << operandName << "' (" << operand.getType()
+                           << "), got " << gradient.getType();
+}
+
+LogicalResult ScanOp::verify() {
+  LayoutChecker layout(getOperation());
+  if (failed(verifyScanOperands(*this, layout)) ||
+      failed(layout.check("y", getY(), {"seq_len", "batch", "heads", "d_v"})))
     return failure();
   if (getFinalState() && failed(layout.check("final_state", getFinalState(),
                                              {"batch", "heads", "d_v", "D"})))
@@ -218,34 +237,94 @@ LogicalResult ScanOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ScanGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanGradOp::verify() {
+  LayoutChecker layout(getOperation());
+  if (failed(verifyScanOperands(*this, layout)) ||
+      failed(layout.check("dy", getDy(), {"seq_len", "batch", "heads", "d_v"})))
+    return failure();
+  if (getDFinalState() && failed(layout.check("d_final_state", getDFinalState(),
+                                              {"batch", "heads", "d_v", "D"})))
+    return failure();
+  if (static_cast<bool>(getBeta()) != static_cast<bool>(getDbeta()))
+    return emitOpError() << "'dbeta' is returned exactly when 'beta' is given";
+  Operation *op = getOperation();
+  if (failed(checkGradientType(op, "dq", getDq(), "q", getQ())) ||
+      failed(checkGradientType(op, "dk", getDk(), "k", getK())) ||
+      failed(checkGradientType(op, "dv", getDv(), "v", getV())) ||
+      (getBeta() &&
+       failed(checkGradientType(op, "dbeta", getDbeta(), "beta", getBeta()))))
+    return failure();
+  if (getDInitial() && failed(layout.check("d_initial", getDInitial(),
+                                           {"batch", "heads", "d_v", "D"})))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::verify() {
-  int64_t heads = getHeads();
+/// The operands and attributes an attention and its gradient share.
+template <typename AttentionLikeOp>
+static LogicalResult verifyAttentionOperands(AttentionLikeOp op,
+                                             LayoutChecker &layout) {
+  int64_t heads = op.getHeads();
   if (heads < 1)
-    return emitOpError() << "heads must be at least 1, got " << heads;
+    return op.emitOpError() << "heads must be at least 1, got " << heads;
 
-  LayoutChecker layout(getOperation());
   const StringRef square[] = {"d_model", "d_model"};
-  if (failed(layout.check("x", getX(), {"seq_len", "batch", "d_model"})) ||
-      failed(layout.check("w_q", getWQ(), square)) ||
-      failed(layout.check("w_k", getWK(), square)) ||
-      failed(layout.check("w_v", getWV(), square)) ||
+  if (failed(layout.check("x", op.getX(), {"seq_len", "batch", "d_model"})) ||
+      failed(layout.check("w_q", op.getWQ(), square)) ||
+      failed(layout.check("w_k", op.getWK(), square)) ||
+      failed(layout.check("w_v", op.getWV(), square)) ||
       failed(layout.bind("heads", heads, "heads attribute", 0)) ||
-      failed(layout.check("w_beta", getWBeta(), {"heads", "d_model"})) ||
-      failed(layout.check("w_o", getWO(), square)) ||
-      failed(layout.check("b_o", getBO(), {"d_model"})) ||
-      failed(layout.check("y", getY(), {"seq_len", "batch", "d_model"})))
+      failed(layout.check("w_beta", op.getWBeta(), {"heads", "d_model"})) ||
+      failed(layout.check("w_o", op.getWO(), square)) ||
+      failed(layout.check("b_o", op.getBO(), {"d_model"})))
     return failure();
 
   std::optional<int64_t> dHead;
   if (std::optional<int64_t> dModel = layout.lookup("d_model")) {
     if (*dModel % heads != 0)
-      return emitOpError() << "heads = " << heads
-                           << " does not divide d_model = " << *dModel;
+      return op.emitOpError()
+             << "heads = " << heads << " does not divide d_model = " << *dModel;
     dHead = *dModel / heads;
   }
-  return verifyDpfpParams(getOperation(), getNu(), getEps().convertToDouble(),
-                          dHead, "d_k = d_model / heads");
+  return verifyDpfpParams(op, op.getNu(), op.getEps().convertToDouble(), dHead,
+                          "d_k = d_model / heads");
+}
+
+LogicalResult AttentionOp::verify() {
+  LayoutChecker layout(getOperation());
+  if (failed(verifyAttentionOperands(*this, layout)))
+    return failure();
+  return layout.check("y", getY(), {"seq_len", "batch", "d_model"});
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionGradOp::verify() {
+  LayoutChecker layout(getOperation());
+  if (failed(verifyAttentionOperands(*this, layout)) ||
+      failed(layout.check("dy", getDy(), {"seq_len", "batch", "d_model"})))
+    return failure();
+  Operation *op = getOperation();
+  std::pair<StringRef, std::pair<Value, Value>> gradients[] = {
+      {"dx", {getDx(), getX()}},
+      {"dw_q", {getDwQ(), getWQ()}},
+      {"dw_k", {getDwK(), getWK()}},
+      {"dw_v", {getDwV(), getWV()}},
+      {"dw_beta", {getDwBeta(), getWBeta()}},
+      {"dw_o", {getDwO(), getWO()}},
+      {"db_o", {getDbO(), getBO()}}};
+  for (auto &[name, pair] : gradients)
+    if (failed(checkGradientType(op, name, pair.first, name.drop_front(),
+                                 pair.second)))
+      return failure();
+  return success();
 }

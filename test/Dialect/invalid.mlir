@@ -267,3 +267,65 @@ func.func @scan_dpfp_pair(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x4xf32>) {
       : (tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>) -> tensor<8x1x2x4xf32>
   return
 }
+
+// -----
+
+func.func @scan_grad_dbeta(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x2xf32>,
+                           %b: tensor<8x1x2xf32>) {
+  // expected-error @+1 {{'dbeta' is returned exactly when 'beta' is given}}
+  %dq, %dk, %dv = fwp.scan_grad delta %q, %q, %v beta(%b : tensor<8x1x2xf32>)
+      dy(%v : tensor<8x1x2x2xf32>)
+      : tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x2xf32>
+      -> tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @scan_grad_type(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x2xf32>) {
+  // expected-error @+1 {{'dk' must have the type of 'k' ('tensor<8x1x2x4xf32>'), got 'tensor<?x1x2x4xf32>'}}
+  %dq, %dk, %dv = fwp.scan_grad sum %q, %q, %v dy(%v : tensor<8x1x2x2xf32>)
+      : tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x2xf32>
+      -> tensor<8x1x2x4xf32>, tensor<?x1x2x4xf32>, tensor<8x1x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @scan_grad_dy(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x2xf32>,
+                        %dy: tensor<8x1x2x3xf32>) {
+  // expected-error @+1 {{'dy' dimension 3 (d_v) is 3, but 'v' gives d_v = 2}}
+  %dq, %dk, %dv = fwp.scan_grad sum %q, %q, %v dy(%dy : tensor<8x1x2x3xf32>)
+      : tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x2xf32>
+      -> tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_dy(%x: tensor<8x1x8xf32>, %w: tensor<8x8xf32>,
+                             %wb: tensor<4x8xf32>, %bo: tensor<8xf32>,
+                             %dy: tensor<8x2x8xf32>) {
+  // expected-error @+1 {{'dy' dimension 1 (batch) is 2, but 'x' gives batch = 1}}
+  %dx, %dwq, %dwk, %dwv, %dwb, %dwo, %dbo = fwp.attention_grad
+      %x, %w, %w, %w, %wb, %w, %bo dy(%dy) heads = 4
+      : (tensor<8x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+         tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x2x8xf32>)
+      -> (tensor<8x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+          tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_type(%x: tensor<8x1x8xf32>, %w: tensor<8x8xf32>,
+                               %wb: tensor<4x8xf32>, %bo: tensor<8xf32>) {
+  // expected-error @+1 {{'db_o' must have the type of 'b_o' ('tensor<8xf32>'), got 'tensor<?xf32>'}}
+  %dx, %dwq, %dwk, %dwv, %dwb, %dwo, %dbo = fwp.attention_grad
+      %x, %w, %w, %w, %wb, %w, %bo dy(%x) heads = 4
+      : (tensor<8x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+         tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x1x8xf32>)
+      -> (tensor<8x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+          tensor<4x8xf32>, tensor<8x8xf32>, tensor<?xf32>)
+  return
+}

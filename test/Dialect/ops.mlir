@@ -82,3 +82,49 @@ func.func @scan_fused_dpfp(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x4xf32>,
       -> tensor<?x1x2x4xf32>, tensor<1x2x4x16xf32>
   return %s : tensor<1x2x4x16xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @scan_grad_delta
+func.func @scan_grad_delta(%q: tensor<?x2x4x8xf32>, %v: tensor<?x2x4x8xf32>,
+                           %b: tensor<?x2x4xf32>, %s: tensor<2x4x8x16xf32>)
+    -> (tensor<?x2x4xf32>, tensor<2x4x8x16xf32>) {
+  // CHECK: fwp.scan_grad delta %{{.*}}, %{{.*}}, %{{.*}} beta(%{{.*}} : tensor<?x2x4xf32>) initial(%{{.*}} : tensor<2x4x8x16xf32>) dy(%{{.*}} : tensor<?x2x4x8xf32>) d_final_state(%{{.*}} : tensor<2x4x8x16xf32>) dpfp(nu = 1, eps = {{[^)]*}})
+  // CHECK-SAME: dbeta(tensor<?x2x4xf32>) d_initial(tensor<2x4x8x16xf32>)
+  %dq, %dk, %dv, %db, %ds = fwp.scan_grad delta %q, %q, %v
+      beta(%b : tensor<?x2x4xf32>) initial(%s : tensor<2x4x8x16xf32>)
+      dy(%v : tensor<?x2x4x8xf32>) d_final_state(%s : tensor<2x4x8x16xf32>)
+      dpfp(nu = 1, eps = 1.0e-6)
+      : tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>
+      -> tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>
+         dbeta(tensor<?x2x4xf32>) d_initial(tensor<2x4x8x16xf32>)
+  return %db, %ds : tensor<?x2x4xf32>, tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @scan_grad_sum
+func.func @scan_grad_sum(%q: tensor<5x1x1x4xf64>, %v: tensor<5x1x1x2xf64>)
+    -> tensor<5x1x1x4xf64> {
+  // CHECK: fwp.scan_grad sum {{.*}} -> tensor<5x1x1x4xf64>, tensor<5x1x1x4xf64>, tensor<5x1x1x2xf64>{{$}}
+  %dq, %dk, %dv = fwp.scan_grad sum %q, %q, %v dy(%v : tensor<5x1x1x2xf64>)
+      : tensor<5x1x1x4xf64>, tensor<5x1x1x4xf64>, tensor<5x1x1x2xf64>
+      -> tensor<5x1x1x4xf64>, tensor<5x1x1x4xf64>, tensor<5x1x1x2xf64>
+  return %dk : tensor<5x1x1x4xf64>
+}
+
+// -----
+
+// CHECK-LABEL: func @attention_grad
+func.func @attention_grad(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,
+                          %wb: tensor<2x8xf32>, %bo: tensor<8xf32>)
+    -> tensor<2x8xf32> {
+  // CHECK: fwp.attention_grad %{{.*}} dy(%{{.*}}) heads = 2 nu = 3 :
+  %dx, %dwq, %dwk, %dwv, %dwb, %dwo, %dbo = fwp.attention_grad
+      %x, %w, %w, %w, %wb, %w, %bo dy(%x) heads = 2 nu = 3
+      : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+         tensor<2x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x?x8xf32>)
+      -> (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+          tensor<2x8xf32>, tensor<8x8xf32>, tensor<8xf32>)
+  return %dwb : tensor<2x8xf32>
+}

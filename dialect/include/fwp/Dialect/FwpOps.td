@@ -192,4 +192,117 @@ def Fwp_AttentionOp : Fwp_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//
+// The backward is explicit: one gradient op per forward op that needs one,
+// rather than a pass that differentiates the lowered loops. The chunked
+// backward (docs/delta-rule-math.md, section 5) is not the step-by-step
+// adjoint of the chunked forward: it reuses the WY factors per chunk and
+// walks only the state gradient backwards, keeping one state per chunk. An
+// op that states "the gradient of this scan" lets the lowering emit that
+// form directly, and keeps both directions readable and separately
+// testable against the reference.
+//===----------------------------------------------------------------------===//
+
+def Fwp_ScanGradOp : Fwp_Op<"scan_grad",
+    [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "gradients of fwp.scan";
+  let description = [{
+    Given the operands of an `fwp.scan` (same layouts, rule and optional
+    `dpfp(nu = .., eps = ..)`), the gradient `dy` of a loss with respect to
+    the scan's output `y` (`[T, B, H, d_v]`) and optionally the gradient
+    `d_final_state` with respect to its final state (`[B, H, d_v, D]`,
+    zero when absent), returns the gradients with respect to `q`, `k`, `v`
+    (same types as those operands: with DPFP fused, with respect to the raw
+    vectors), `beta` (delta rule only; present exactly when `beta` is) and,
+    when a `d_initial` result type is given, the initial state (also when
+    the scan started from zero).
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv, %db = fwp.scan_grad delta %q, %k, %v
+        beta(%b : tensor<?x2x4xf32>) dy(%dy : tensor<?x2x4x8xf32>)
+        dpfp(nu = 1, eps = 1.0e-6)
+        : tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>
+        -> tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>, tensor<?x2x4x8xf32>
+           dbeta(tensor<?x2x4xf32>)
+    ```
+  }];
+  let arguments = (ins Fwp_RuleAttr:$rule,
+                       Fwp_FloatTensor:$q,
+                       Fwp_FloatTensor:$k,
+                       Fwp_FloatTensor:$v,
+                       Optional<Fwp_FloatTensor>:$beta,
+                       Optional<Fwp_FloatTensor>:$initial,
+                       Fwp_FloatTensor:$dy,
+                       Optional<Fwp_FloatTensor>:$d_final_state,
+                       OptionalAttr<I64Attr>:$dpfp_nu,
+                       OptionalAttr<F64Attr>:$dpfp_eps);
+  let results = (outs Fwp_FloatTensor:$dq,
+                      Fwp_FloatTensor:$dk,
+                      Fwp_FloatTensor:$dv,
+                      Optional<Fwp_FloatTensor>:$dbeta,
+                      Optional<Fwp_FloatTensor>:$d_initial);
+  let assemblyFormat = [{
+    $rule $q `,` $k `,` $v
+    (`beta` `(` $beta^ `:` type($beta) `)`)?
+    (`initial` `(` $initial^ `:` type($initial) `)`)?
+    `dy` `(` $dy `:` type($dy) `)`
+    (`d_final_state` `(` $d_final_state^ `:` type($d_final_state) `)`)?
+    (`dpfp` `(` `nu` `=` $dpfp_nu^ `,` `eps` `=` $dpfp_eps `)`)?
+    attr-dict `:` type($q) `,` type($k) `,` type($v)
+    `->` type($dq) `,` type($dk) `,` type($dv)
+    (`dbeta` `(` type($dbeta)^ `)`)? (`d_initial` `(` type($d_initial)^ `)`)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Fwp_AttentionGradOp : Fwp_Op<"attention_grad", [Pure]> {
+  let summary = "gradients of fwp.attention";
+  let description = [{
+    Given the operands and attributes of an `fwp.attention` and the
+    gradient `dy` (`[seq_len, batch, d_model]`) of a loss with respect to
+    its output, returns the gradients with respect to `x` and to every
+    weight: `dx`, `dw_q`, `dw_k`, `dw_v`, `dw_beta`, `dw_o`, `db_o`, each
+    with the type of its operand. For the sum rule `dw_beta` is zero.
+
+    Example:
+
+    ```mlir
+    %dx, %dwq, %dwk, %dwv, %dwb, %dwo, %dbo = fwp.attention_grad
+        %x, %wq, %wk, %wv, %wb, %wo, %bo dy(%dy : tensor<?x2x32xf32>)
+        heads = 4 : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins Fwp_FloatTensor:$x,
+                       Fwp_FloatTensor:$w_q,
+                       Fwp_FloatTensor:$w_k,
+                       Fwp_FloatTensor:$w_v,
+                       Fwp_FloatTensor:$w_beta,
+                       Fwp_FloatTensor:$w_o,
+                       Fwp_FloatTensor:$b_o,
+                       Fwp_FloatTensor:$dy,
+                       I64Attr:$heads,
+                       DefaultValuedAttr<I64Attr, "1">:$nu,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps,
+                       DefaultValuedAttr<Fwp_RuleAttr, "::fwp::Rule::Delta">:$rule);
+  let results = (outs Fwp_FloatTensor:$dx,
+                      Fwp_FloatTensor:$dw_q,
+                      Fwp_FloatTensor:$dw_k,
+                      Fwp_FloatTensor:$dw_v,
+                      Fwp_FloatTensor:$dw_beta,
+                      Fwp_FloatTensor:$dw_o,
+                      Fwp_FloatTensor:$db_o);
+  let assemblyFormat = [{
+    $x `,` $w_q `,` $w_k `,` $w_v `,` $w_beta `,` $w_o `,` $b_o
+    `dy` `(` $dy `)`
+    `heads` `=` $heads (`nu` `=` $nu^)? (`eps` `=` $eps^)?
+    (`rule` `=` $rule^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FWP_DIALECT_FWPOPS_TD
