@@ -4,11 +4,10 @@
 // features, the two C x C products and two forward substitutions, then a
 // state kernel over (batch, head) with a sequential loop over chunks.
 // CHECK-LABEL: func @delta_fused
-// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
-// CHECK-DAG: %[[T:.*]] = memref.dim %{{.*}}, %c0
+// CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
 // CHECK: %[[S:.*]] = memref.alloc() : memref<2x4x8x32xf32>
-// CHECK: %[[N:.*]] = arith.ceildivsi %[[T]], %[[C16]]
+// CHECK: %[[N:.*]] = arith.ceildivsi %[[T]], %c16
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
 // CHECK-COUNT-4: scf.parallel
 // CHECK: } {fwp.kernel = "scan_prepare"}
@@ -43,6 +42,39 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
       : tensor<?x?x?x4xf64>, tensor<?x?x?x4xf64>, tensor<?x?x?x2xf64>
       -> tensor<?x?x?x2xf64>
   return %y : tensor<?x?x?x2xf64>
+}
+
+// -----
+
+// The gradient: prepare (now also forming A, a fifth shared loop) and state
+// (keeping every chunk's start state), then the state gradient backwards
+// over chunks and the per-chunk gradients in parallel.
+// CHECK-LABEL: func @delta_grad
+// CHECK: %[[STATES:.*]] = memref.alloc({{.*}}) : memref<?x?x?x8x16xf32>
+// CHECK: scf.forall
+// CHECK-COUNT-5: scf.parallel
+// CHECK: } {fwp.kernel = "scan_prepare"}
+// CHECK: scf.forall
+// CHECK: memref.store %{{.*}}, %[[STATES]]
+// CHECK: } {fwp.kernel = "scan_state"}
+// CHECK: scf.forall
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[N:.*]] step
+// CHECK: arith.subi %[[N]], %c1
+// CHECK: arith.subi %{{.*}}, %[[I]]
+// CHECK: } {fwp.kernel = "scan_state_grad"}
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
+// CHECK: } {fwp.kernel = "scan_chunk_grad"}
+// CHECK-COUNT-4: bufferization.to_tensor
+func.func @delta_grad(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x8xf32>,
+                      %b: tensor<?x1x2xf32>, %dy: tensor<?x1x2x8xf32>)
+    -> (tensor<?x1x2x4xf32>, tensor<?x1x2xf32>) {
+  %dq, %dk, %dv, %db = fwp.scan_grad delta %q, %q, %v
+      beta(%b : tensor<?x1x2xf32>) dy(%dy : tensor<?x1x2x8xf32>)
+      dpfp(nu = 2, eps = 1.0e-6)
+      : tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>, tensor<?x1x2x8xf32>
+      -> tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>, tensor<?x1x2x8xf32>
+         dbeta(tensor<?x1x2xf32>)
+  return %dk, %db : tensor<?x1x2x4xf32>, tensor<?x1x2xf32>
 }
 
 // -----

@@ -1,0 +1,147 @@
+//===- LoopEmitter.h - Loops and arithmetic for fwp's kernels ---*- C++ -*-===//
+//
+// A thin layer over ImplicitLocOpBuilder that the scan kernels are written
+// with: arithmetic in one element type, loads and stores, sequential loops,
+// sums, shared (scf.parallel) loops and kernels (tagged scf.forall).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_LIB_TRANSFORMS_LOOPEMITTER_H
+#define FWP_LIB_TRANSFORMS_LOOPEMITTER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fwp {
+
+using mlir::function_ref;
+using mlir::ImplicitLocOpBuilder;
+using mlir::OpBuilder;
+using mlir::Type;
+using mlir::Value;
+using mlir::ValueRange;
+
+/// Emits loops and arithmetic with one builder; the loop helpers move the
+/// insertion point into the body while the body is emitted.
+class Emitter {
+public:
+  Emitter(ImplicitLocOpBuilder &b, Type elementType)
+      : b(b), elementType(elementType) {}
+
+  Value index(int64_t value) {
+    return mlir::arith::ConstantIndexOp::create(b, value);
+  }
+  Value real(double value) {
+    return mlir::arith::ConstantOp::create(b,
+                                           b.getFloatAttr(elementType, value));
+  }
+  Value add(Value x, Value y) { return mlir::arith::AddFOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return mlir::arith::SubFOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return mlir::arith::MulFOp::create(b, x, y); }
+  Value div(Value x, Value y) { return mlir::arith::DivFOp::create(b, x, y); }
+  Value neg(Value x) { return mlir::arith::NegFOp::create(b, x); }
+  Value addIndex(Value x, Value y) {
+    return mlir::arith::AddIOp::create(b, x, y);
+  }
+  Value mulIndex(Value x, Value y) {
+    return mlir::arith::MulIOp::create(b, x, y);
+  }
+  Value subIndex(Value x, Value y) {
+    return mlir::arith::SubIOp::create(b, x, y);
+  }
+  Value remIndex(Value x, Value y) {
+    return mlir::arith::RemUIOp::create(b, x, y);
+  }
+  Value minIndex(Value x, Value y) {
+    return mlir::arith::MinSIOp::create(b, x, y);
+  }
+  Value less(Value x, Value y) {
+    return mlir::arith::CmpIOp::create(b, mlir::arith::CmpIPredicate::slt, x,
+                                       y);
+  }
+  Value lessEqual(Value x, Value y) {
+    return mlir::arith::CmpIOp::create(b, mlir::arith::CmpIPredicate::sle, x,
+                                       y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return mlir::arith::SelectOp::create(b, cond, x, y);
+  }
+  Value relu(Value x) {
+    Value positive = mlir::arith::CmpFOp::create(
+        b, mlir::arith::CmpFPredicate::OGT, x, real(0.0));
+    return select(positive, x, real(0.0));
+  }
+  Value load(Value memref, ValueRange indices) {
+    return mlir::memref::LoadOp::create(b, memref, indices);
+  }
+  void store(Value value, Value memref, ValueRange indices) {
+    mlir::memref::StoreOp::create(b, value, memref, indices);
+  }
+  Value dim(Value memref, int64_t i) {
+    return mlir::memref::DimOp::create(b, memref, i);
+  }
+
+  /// for iv in [lb, ub): body(iv).
+  void forLoop(Value lb, Value ub, function_ref<void(Value)> body) {
+    auto loop = mlir::scf::ForOp::create(b, lb, ub, index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+
+  /// sum over iv in [lb, ub) of term(iv), accumulated in the element type.
+  Value sum(Value lb, Value ub, function_ref<Value(Value)> term) {
+    auto loop =
+        mlir::scf::ForOp::create(b, lb, ub, index(1), ValueRange{real(0.0)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value next = add(loop.getRegionIterArgs()[0], term(loop.getInductionVar()));
+    mlir::scf::YieldOp::create(b, next);
+    return loop.getResult(0);
+  }
+
+  /// `cond ? then() : otherwise`, evaluating then() only when needed.
+  Value ifElse(Value cond, function_ref<Value()> then, Value otherwise) {
+    auto ifOp = mlir::scf::IfOp::create(b, mlir::TypeRange{elementType}, cond,
+                                        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    mlir::scf::YieldOp::create(b, then());
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    mlir::scf::YieldOp::create(b, otherwise);
+    return ifOp.getResult(0);
+  }
+
+  /// Work shared by the threads of a block: body(ivs) for every point of
+  /// [0, ubs).
+  void parallel(llvm::ArrayRef<Value> ubs,
+                function_ref<void(ValueRange)> body) {
+    llvm::SmallVector<Value> lbs(ubs.size(), index(0)),
+        steps(ubs.size(), index(1));
+    auto loop = mlir::scf::ParallelOp::create(b, lbs, ubs, steps);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVars());
+  }
+
+  /// A kernel: body(ids) for every point of [0, ubs), tagged with its name.
+  void kernel(llvm::StringRef name, llvm::ArrayRef<Value> ubs,
+              function_ref<void(ValueRange)> body) {
+    llvm::SmallVector<mlir::OpFoldResult> bounds(ubs.begin(), ubs.end());
+    auto forall =
+        mlir::scf::ForallOp::create(b, bounds, ValueRange{}, std::nullopt);
+    forall->setAttr("fwp.kernel", b.getStringAttr(name));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forall.getBody()->getTerminator());
+    body(forall.getInductionVars());
+  }
+
+  ImplicitLocOpBuilder &b;
+  Type elementType;
+};
+
+} // namespace fwp
+
+#endif // FWP_LIB_TRANSFORMS_LOOPEMITTER_H

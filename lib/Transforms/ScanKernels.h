@@ -1,0 +1,120 @@
+//===- ScanKernels.h - Chunked kernels of fwp.scan and its gradient -*- C++
+//-*-===//
+//
+// The kernels fwp-tile-scan emits, in the chunked (WY) form of
+// docs/delta-rule-math.md, sections 4 and 5. Inputs are [T, B, H, *] as in
+// the dialect; the workspace is [B, H, T, *], so that the rows one kernel
+// instance touches are contiguous.
+//
+// Forward (fwp.scan):
+//   prepare     forall (b, h, chunk)  features, tril(Q K^T), K K^T, and by
+//                                      forward substitution W~ = A b K,
+//                                      U~ = A b V (and A itself for the
+//                                      backward)
+//   state       forall (b, h)          sequential over chunks: U, Y, S'
+// Backward (fwp.scan_grad): prepare and state again (the state kernel keeps
+// each chunk's start state and U), then
+//   state_grad  forall (b, h)          backwards over chunks: dU and the
+//                                      state gradient at each chunk end
+//   chunk_grad  forall (b, h, chunk)   dQ, dK, dV, dbeta, and DPFP's
+//                                      backward, all chunks in parallel
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_LIB_TRANSFORMS_SCANKERNELS_H
+#define FWP_LIB_TRANSFORMS_SCANKERNELS_H
+
+#include "LoopEmitter.h"
+
+#include "fwp/Dialect/FwpOps.h"
+
+namespace fwp {
+
+/// Static sizes and options of one scan.
+struct ScanConfig {
+  Rule rule = Rule::Delta;
+  bool fusedDpfp = false;
+  int64_t nu = 1;
+  double eps = 0.0;
+  int64_t dInput = 0; // width of the q and k rows the scan reads
+  int64_t dFeature = 0;
+  int64_t dValue = 0;
+  int64_t chunk = 0;
+
+  bool isDelta() const { return rule == Rule::Delta; }
+};
+
+/// Buffers of the kernels; null where a configuration does not use one.
+struct ScanBuffers {
+  // Inputs, [T, B, H, *] (beta [T, B, H]); initial [B, H, d_v, D].
+  Value q, k, v, beta, initial;
+  // Forward outputs: y [T, B, H, d_v]; the running state [B, H, d_v, D],
+  // which ends as the final state.
+  Value y, state;
+  // Forward workspace [B, H, T, *]: features (D), tril(Q K^T) (C), and for
+  // the delta rule W~ (D), U~ (d_v), stril(K K^T) (C) and A (C); new values
+  // U (d_v); the state at every chunk start [B, H, chunks, d_v, D] (backward
+  // only).
+  Value qf, kf, pq, wt, ut, gram, a, u, chunkStates;
+  // Backward inputs: dy [T, B, H, d_v], dFinal [B, H, d_v, D].
+  Value dy, dFinal;
+  // Backward outputs: dq, dk, dv [T, B, H, *], dbeta [T, B, H]; the running
+  // state gradient [B, H, d_v, D], which ends as the initial state's.
+  Value dq, dk, dv, dbeta, dState;
+  // Backward workspace [B, H, T, *]: dU (d_v), feature gradients (D), the
+  // state gradient at every chunk end [B, H, chunks, d_v, D], and per chunk
+  // dP, dA, A^T dA, dM (C), dW~ and A^T dW~ (D), A^T dU (d_v).
+  Value du, dqf, dkf, dChunkEnds, dp, da, atda, dm, dwt, atdwt, atdu;
+};
+
+/// Emits the kernels of one scan into the current insertion point.
+class ScanKernels {
+public:
+  ScanKernels(ImplicitLocOpBuilder &b, const ScanConfig &config,
+              const ScanBuffers &buffers);
+
+  /// prepare and state: y, the final state, and (if their buffers are set)
+  /// A, U and the chunk start states for a backward.
+  void emitForward(Value seqLen, Value batch, Value heads);
+  /// state_grad and chunk_grad; emitForward must have run first with A, U
+  /// and the chunk start states kept.
+  void emitBackward(Value seqLen, Value batch, Value heads);
+
+private:
+  Value numChunks(Value seqLen);
+  /// First step and length of chunk `c`.
+  std::pair<Value, Value> chunkSpan(Value c, Value seqLen);
+
+  // DPFP, on the raw row src[t, b, h, :].
+  Value dpfpInput(Value src, ValueRange row, Value j);
+  Value dpfpProduct(Value src, ValueRange row, Value i, Value j);
+  Value dpfpNormalizer(Value src, ValueRange row);
+  void emitFeatureRow(Value src, Value dst, Value t, Value b, Value h);
+  Value dpfpInputGradient(Value src, Value grad, ValueRange row, Value b,
+                          Value h, Value t, Value n);
+
+  // Forward pieces.
+  Value featureDot(Value x, Value tx, Value y, Value ty, Value b, Value h);
+  void emitForwardSubstitution(Value width, Value out, Value b, Value h,
+                               Value t0, Value len,
+                               function_ref<Value(Value, Value)> base);
+  void emitInverse(Value b, Value h, Value t0, Value len);
+  void emitPrepare(Value b, Value h, Value t0, Value len);
+  void emitStateInit(Value b, Value h);
+  void emitStateChunk(Value b, Value h, Value c, Value t0, Value len);
+
+  // Backward pieces.
+  void emitStateGradInit(Value b, Value h);
+  void emitStateGradChunk(Value b, Value h, Value c, Value t0, Value len);
+  void emitChunkGrad(Value b, Value h, Value c, Value t0, Value len);
+  void emitDeltaChunkGrad(Value b, Value h, Value c, Value t0, Value len);
+  void emitInputGrads(Value b, Value h, Value t0, Value len);
+
+  Emitter e;
+  ScanConfig config;
+  ScanBuffers buf;
+};
+
+} // namespace fwp
+
+#endif // FWP_LIB_TRANSFORMS_SCANKERNELS_H
