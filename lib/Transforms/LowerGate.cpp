@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionBuilders.h"
+
 #include "fwp/Dialect/FwpOps.h"
 #include "fwp/Transforms/Passes.h"
 
@@ -25,32 +27,14 @@ using namespace fwp;
 namespace {
 
 /// z[t, b, h] = sum_m x[t, b, m] * w[h, m], accumulated in the element type
-/// from zero.
+/// from zero: a projection whose outputs are the heads.
 Value createLogits(OpBuilder &b, Location loc, Value x, Value w) {
-  MLIRContext *ctx = b.getContext();
   Type elementType = cast<RankedTensorType>(x.getType()).getElementType();
   SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, x, 0),
                                      tensor::getMixedSize(b, loc, x, 1),
                                      tensor::getMixedSize(b, loc, w, 0)};
-  Value empty = tensor::EmptyOp::create(b, loc, sizes, elementType);
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
-  Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-
-  AffineExpr t, bt, h, m;
-  bindDims(ctx, t, bt, h, m);
-  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {t, bt, m}, ctx),
-                                 AffineMap::get(4, 0, {h, m}, ctx),
-                                 AffineMap::get(4, 0, {t, bt, h}, ctx)};
-  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
-  auto generic = linalg::GenericOp::create(
-      b, loc, init.getType(), ValueRange{x, w}, ValueRange{init}, maps,
-      iterators, [](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value product = arith::MulFOp::create(nb, nloc, args[0], args[1]);
-        Value sum = arith::AddFOp::create(nb, nloc, args[2], product);
-        linalg::YieldOp::create(nb, nloc, sum);
-      });
-  return generic.getResult(0);
+  return createProjection(b, loc, x, w,
+                          createZeros(b, loc, sizes, elementType));
 }
 
 /// sigmoid(z) = 1 / (1 + exp(-z)), elementwise and in place. This is the

@@ -109,3 +109,25 @@ func.func @dynamic_model(%x: tensor<4x1x?xf32>, %w: tensor<?x?xf32>,
          tensor<2x?xf32>, tensor<?x?xf32>, tensor<?xf32>) -> tensor<4x1x?xf32>
   return %y : tensor<4x1x?xf32>
 }
+
+// -----
+
+// The gradient recomputes the forward (projections, gate, scan with DPFP
+// fused), then runs fwp.scan_grad and the dense gradients.
+// CHECK-LABEL: func @attention_grad_delta
+// CHECK: %[[BETA:.*]] = fwp.gate
+// CHECK: fwp.scan delta {{.*}} beta(%[[BETA]] : {{.*}}) dpfp(nu = 2
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DB:.*]] = fwp.scan_grad delta {{.*}} dpfp(nu = 2
+// CHECK: linalg.generic {{.*}} ins(%[[DB]], %[[BETA]] :
+// CHECK-NOT: fwp.attention_grad
+func.func @attention_grad_delta(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,
+                                %wb: tensor<2x8xf32>, %bo: tensor<8xf32>,
+                                %dy: tensor<?x?x8xf32>) -> tensor<2x8xf32> {
+  %dx, %dwq, %dwk, %dwv, %dwb, %dwo, %dbo = fwp.attention_grad
+      %x, %w, %w, %w, %wb, %w, %bo dy(%dy) heads = 2 nu = 2
+      : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+         tensor<2x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x?x8xf32>)
+      -> (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
+          tensor<2x8xf32>, tensor<8x8xf32>, tensor<8xf32>)
+  return %dwb : tensor<2x8xf32>
+}
