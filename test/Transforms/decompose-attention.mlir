@@ -122,12 +122,13 @@ func.func @dynamic_model(%x: tensor<4x1x?xf32>, %w: tensor<?x?xf32>,
 // CHECK-NOT: fwp.attention_grad
 func.func @attention_grad_delta(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,
                                 %wb: tensor<2x8xf32>, %bo: tensor<8xf32>,
-                                %dy: tensor<?x?x8xf32>) -> tensor<2x8xf32> {
+                                %dy: tensor<?x?x8xf32>)
+    -> (tensor<2x8xf32>, tensor<8x8xf32>) {
   %dx, %dwq, %dwk, %dwv, %dwb, %dwo, %dbo = fwp.attention_grad
       %x, %w, %w, %w, %wb, %w, %bo dy(%dy) heads = 2 nu = 2
       : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
          tensor<2x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x?x8xf32>)
       -> (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>,
           tensor<2x8xf32>, tensor<8x8xf32>, tensor<8xf32>)
-  return %dwb : tensor<2x8xf32>
+  return %dwb, %dwo : tensor<2x8xf32>, tensor<8x8xf32>
 }
