@@ -9,7 +9,8 @@ from lit.llvm import llvm_config
 config.name = "fwp"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
-config.excludes = ["unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["unit", "Inputs", "CMakeLists.txt", "lit.cfg.py",
+                   "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fwp_obj_root, "test")
 config.substitutions.append(("%fwp_src_root", config.fwp_src_root))

@@ -109,7 +109,9 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(createLowerAffinePass());
   device.addPass(createSCFToControlFlowPass());
-  device.addPass(createConvertGpuOpsToNVVMOps());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = options.indexBitwidth;
+  device.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   device.addPass(createReconcileUnrealizedCastsPass());

@@ -12,3 +12,8 @@
 // CHECK-NOT: {{[1-9][0-9]*}} bytes spill
 // CHECK: 0 bytes spill stores, 0 bytes spill loads
 // CHECK-NOT: {{[1-9][0-9]*}} bytes spill
+
+// The gradient's kernels too.
+// RUN: fwp-opt %S/Inputs/attention-grad.mlir -fwp-to-ptx > %t/grad.mlir
+// RUN: %python %fwp_src_root/scripts/extract-ptx.py %t/grad.mlir %t/grad \
+// RUN:   --ptxas %ptxas --arch sm_90 | FileCheck %s

@@ -41,6 +41,14 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads per block of the scan"),
                             llvm::cl::init(128)};
+  Option<unsigned> indexBitwidth{
+      *this, "index-bitwidth",
+      llvm::cl::desc("bits of device index arithmetic and of memref "
+                     "descriptors in kernel arguments; 32 halves the "
+                     "registers of address arithmetic (64-bit division is a "
+                     "subroutine on the GPU); launchers must then refuse "
+                     "buffers of 2^31 elements or more"),
+      llvm::cl::init(32)};
   Option<unsigned> optLevel{*this, "opt-level",
                             llvm::cl::desc("LLVM optimisation level"),
                             llvm::cl::init(3)};
