@@ -1,8 +1,10 @@
 # Thin wrapper: CMake and Ninja do the work.
 BUILD ?= build
 JOBS  ?= $(shell nproc)
+PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
+PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps build test demo format clean
+.PHONY: all deps build test demo bench format clean
 
 all: build
 
@@ -16,8 +18,15 @@ build: deps
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# The main job: compile the whole module to PTX (and check it with ptxas
+# when it is installed), then run it on random inputs on the best backend.
 demo: build
-	$(BUILD)/bin/fwp-opt examples/attention.mlir
+	$(BUILD)/bin/fwp-opt examples/attention.mlir -fwp-to-ptx > $(BUILD)/attention.ptx.mlir
+	scripts/extract-ptx.py $(BUILD)/attention.ptx.mlir $(BUILD)/attention-ptx --summary $(PTXAS_CHECK)
+	$(BUILD)/bin/fwp-demo
+
+bench: build
+	$(BUILD)/bin/fwp-bench --csv $(BUILD)/bench.csv
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

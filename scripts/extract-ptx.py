@@ -34,12 +34,18 @@ def unescape(text):
     return out.decode()
 
 
-def assemble(ptxas, arch, path):
-    """Runs ptxas -v on one PTX file; returns its exit status."""
+SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def assemble(ptxas, arch, path, quiet):
+    """Runs ptxas -v on one PTX file; returns (exit status, spill bytes)."""
     result = subprocess.run([ptxas, f"-arch={arch}", "-v", path, "-o",
                              os.devnull], capture_output=True, text=True)
-    print(result.stdout + result.stderr, end="")
-    return result.returncode
+    output = result.stdout + result.stderr
+    if not quiet or result.returncode != 0:
+        print(output, end="")
+    spills = sum(int(a) + int(b) for a, b in SPILLS.findall(output))
+    return result.returncode, spills
 
 
 def main():
@@ -48,6 +54,8 @@ def main():
     parser.add_argument("outdir")
     parser.add_argument("--ptxas")
     parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--summary", action="store_true",
+                        help="one line instead of every file and ptxas report")
     args = parser.parse_args()
     source, outdir = args.source, args.outdir
     with open(source) as f:
@@ -55,13 +63,23 @@ def main():
     if not binaries:
         sys.exit(f"extract-ptx.py: {source}: no gpu.binary with PTX text")
     os.makedirs(outdir, exist_ok=True)
+    total_spills = 0
     for name, assembly in binaries:
         path = os.path.join(outdir, name + ".ptx")
         with open(path, "w") as f:
             f.write(unescape(assembly))
-        print(path)
-        if args.ptxas and assemble(args.ptxas, args.arch, path) != 0:
-            sys.exit(f"extract-ptx.py: {path} does not assemble")
+        if not args.summary:
+            print(path)
+        if args.ptxas:
+            status, spills = assemble(args.ptxas, args.arch, path, args.summary)
+            if status != 0:
+                sys.exit(f"extract-ptx.py: {path} does not assemble")
+            total_spills += spills
+    if args.summary:
+        checked = (f"all assemble with ptxas -arch={args.arch}, "
+                   f"{total_spills} spill bytes" if args.ptxas
+                   else "not checked (no ptxas)")
+        print(f"{len(binaries)} PTX kernels in {outdir}: {checked}")
 
 
 if __name__ == "__main__":

@@ -245,10 +245,15 @@ protected:
     return r;
   }
 
-  /// The usual arguments with `extra` appended.
+  /// The usual arguments with `extra` appended. They pin the reference
+  /// backend unless `extra` names one: its results are exact, while the
+  /// default depends on the machine (see the DefaultBackend tests).
   std::string args(const std::string &extra = "--heads 2") {
+    std::string backend = extra.find("--backend") == std::string::npos
+                              ? " --backend reference"
+                              : "";
     return "--inputs " + quote(in.string()) + " --outputs " +
-           quote(out.string()) + " " + extra;
+           quote(out.string()) + " " + extra + backend;
   }
 
   /// Runs with `arguments`, expects exit status 2, one line on stderr
@@ -468,7 +473,8 @@ TEST_F(FwpRunTest, CreatesMissingOutputDirectoryAndParents) {
   // A trailing slash names the same directory.
   fs::remove_all(root / "a");
   expectSuccess(run("--inputs " + quote(in.string()) + " --outputs " +
-                    quote(out.string() + "/") + " --heads 2"));
+                    quote(out.string() + "/") +
+                    " --heads 2 --backend reference"));
   EXPECT_EQ(listDir(out), std::vector<std::string>{"y.npy"});
   EXPECT_EQ(listDir(root / "a" / "b"), std::vector<std::string>{"out"});
 }
@@ -520,6 +526,111 @@ TEST_F(FwpRunTest, EmptySequence) {
             (std::vector<int64_t>{0, s.batch, s.dModel}));
   Array dwq = readOutput("dw_q.npy");
   EXPECT_EQ(dwq.values, std::vector<double>(s.dModel * s.dModel, 0.0));
+}
+
+//===----------------------------------------------------------------------===//
+// The cpu backend and the default choice
+//===----------------------------------------------------------------------===//
+
+/// max_i |y_i - ref_i| / max_i |ref_i|.
+double relativeError(const Array &y, const std::vector<double> &ref) {
+  EXPECT_EQ(y.values.size(), ref.size());
+  double maxDiff = 0, maxRef = 0;
+  for (size_t i = 0; i < ref.size() && i < y.values.size(); ++i) {
+    maxDiff = std::max(maxDiff, std::abs(y.values[i] - ref[i]));
+    maxRef = std::max(maxRef, std::abs(ref[i]));
+  }
+  return maxDiff / maxRef;
+}
+
+std::vector<double> referenceY(const Inputs &inputs, int64_t heads,
+                               int64_t nu = 1,
+                               fwp::ref::Rule rule = fwp::ref::Rule::Delta) {
+  fwp::ref::AttentionConfig config;
+  config.heads = heads;
+  config.nu = nu;
+  config.rule = rule;
+  return fwp::ref::attention(config, shapeOf(inputs), inputs.at("x.npy").values,
+                             paramsOf(inputs))
+      .y;
+}
+
+TEST_F(FwpRunTest, CpuBackendFloat32MatchesReference) {
+  Sizes s;
+  s.seqLen = 11; // chunks of 4: two full, one partial
+  Inputs inputs = makeInputs(s, DType::F32, false);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 2 --nu 2 --backend cpu --chunk-size 4")));
+  Array y = readOutput("y.npy");
+  EXPECT_EQ(y.dtype, DType::F32);
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{s.seqLen, s.batch, s.dModel}));
+  EXPECT_LE(relativeError(y, referenceY(inputs, 2, 2)), 1e-5);
+
+  // The default chunk size (64 > seq_len), the sum rule.
+  expectSuccess(run(args("--heads 2 --rule sum --backend cpu")));
+  EXPECT_LE(relativeError(readOutput("y.npy"),
+                          referenceY(inputs, 2, 1, fwp::ref::Rule::Sum)),
+            1e-5);
+}
+
+TEST_F(FwpRunTest, CpuBackendFloat64MatchesReference) {
+  Sizes s;
+  Inputs inputs = makeInputs(s, DType::F64, false);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 2 --nu 3 --backend cpu --chunk-size 2")));
+  Array y = readOutput("y.npy");
+  EXPECT_EQ(y.dtype, DType::F64);
+  EXPECT_LE(relativeError(y, referenceY(inputs, 2, 3)), 1e-10);
+}
+
+TEST_F(FwpRunTest, CpuBackendEmptySequence) {
+  Sizes s;
+  s.seqLen = 0;
+  writeInputs(makeInputs(s, DType::F32, false));
+  expectSuccess(run(args("--heads 2 --backend cpu")));
+  EXPECT_EQ(readOutput("y.npy").shape,
+            (std::vector<int64_t>{0, s.batch, s.dModel}));
+}
+
+/// Without --backend, fwp-run prints its choice as one line on stderr.
+std::string expectChoiceLine(const std::string &err) {
+  EXPECT_EQ(err.rfind("fwp-run: using backend ", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(err.size() >= 2 ? err.substr(err.size() - 2) : err, ")\n") << err;
+  size_t start = std::string("fwp-run: using backend ").size();
+  return err.substr(start, err.find(' ', start) - start);
+}
+
+TEST_F(FwpRunTest, DefaultBackendSaysWhichItUses) {
+  Sizes s;
+  Inputs inputs = makeInputs(s, DType::F32, false);
+  writeInputs(inputs);
+  RunResult r = run("--inputs " + quote(in.string()) + " --outputs " +
+                    quote(out.string()) + " --heads 2");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  // cuda when a GPU is usable; it is not available yet, so cpu everywhere.
+  EXPECT_EQ(expectChoiceLine(r.err), "cpu");
+  EXPECT_TRUE(r.err.find("(no usable CUDA GPU: ") != std::string::npos ||
+              r.err.find("(backend 'cuda' is not available yet)") !=
+                  std::string::npos)
+      << r.err;
+  EXPECT_LE(relativeError(readOutput("y.npy"), referenceY(inputs, 2)), 1e-5);
+}
+
+TEST_F(FwpRunTest, DefaultBackendForTheBackwardIsTheReference) {
+  // cpu computes the forward only: the default falls back to the reference
+  // rather than refusing the inputs.
+  Sizes s;
+  writeInputs(makeInputs(s, DType::F64, true));
+  RunResult r = run("--inputs " + quote(in.string()) + " --outputs " +
+                    quote(out.string()) + " --heads 2");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(expectChoiceLine(r.err), "reference");
+  EXPECT_NE(r.err.find("backend 'cpu' computes the forward only)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(listDir(out).size(), kGradientFiles.size() + 1);
 }
 
 //===----------------------------------------------------------------------===//
@@ -648,12 +759,31 @@ TEST_F(FwpRunTest, RefusesUnknownRule) {
 
 TEST_F(FwpRunTest, RefusesUnavailableAndUnknownBackends) {
   writeInputs(makeInputs(Sizes(), DType::F64, false));
-  expectRefused(args("--heads 2 --backend cpu"),
-                {"fwp-run: backend 'cpu' is not available yet"});
   expectRefused(args("--heads 2 --backend cuda"),
                 {"fwp-run: backend 'cuda' is not available yet"});
   expectRefused(args("--heads 2 --backend tpu"),
                 {"fwp-run: unknown backend 'tpu'"});
+  expectRefused(args("--heads 2 --backend="),
+                {"fwp-run: option --backend needs a non-empty name"});
+}
+
+TEST_F(FwpRunTest, RefusesBadChunkSize) {
+  writeInputs(makeInputs(Sizes(), DType::F64, false));
+  for (const char *c : {"0", "-4", "x", "1.5", ""}) {
+    SCOPED_TRACE(c);
+    expectRefused(
+        args(std::string("--heads 2 --backend cpu --chunk-size=") + c),
+        {std::string("fwp-run: --chunk-size expects a positive "
+                     "integer, got '") +
+         c + "'"});
+  }
+}
+
+TEST_F(FwpRunTest, CpuBackendRefusesBackward) {
+  writeInputs(makeInputs(Sizes(), DType::F32, true));
+  expectRefused(args("--heads 2 --backend cpu"),
+                {"fwp-run: backend 'cpu' computes the forward only; the "
+                 "backward comes with a later issue"});
 }
 
 TEST_F(FwpRunTest, RefusesMixedDtypes) {

@@ -3,6 +3,8 @@
 #include "Backend.h"
 #include "Error.h"
 
+#include "fwp/Runtime/Driver.h"
+
 namespace fwp::run {
 
 namespace {
@@ -15,7 +17,9 @@ public:
   ref::AttentionOutputs forward(const ref::AttentionConfig &config,
                                 const ref::AttentionShape &shape,
                                 const std::vector<double> &x,
-                                const ref::AttentionParams &params) override {
+                                const ref::AttentionParams &params,
+                                npy::DType) override {
+    // Always float64: it is the yardstick, whatever the inputs' dtype.
     return ref::attention(config, shape, x, params);
   }
 
@@ -31,15 +35,24 @@ public:
 struct BackendEntry {
   const char *name;
   /// Null while the backend is not available.
-  std::unique_ptr<Backend> (*create)();
+  std::unique_ptr<Backend> (*create)(const BackendSettings &);
 };
 
 const BackendEntry kBackends[] = {
     {"reference",
-     [] { return std::unique_ptr<Backend>(new ReferenceBackend); }},
-    {"cpu", nullptr},
+     [](const BackendSettings &) {
+       return std::unique_ptr<Backend>(new ReferenceBackend);
+     }},
+    {"cpu", createCpuBackend},
     {"cuda", nullptr},
 };
+
+const BackendEntry *findBackend(const std::string &name) {
+  for (const BackendEntry &entry : kBackends)
+    if (name == entry.name)
+      return &entry;
+  return nullptr;
+}
 
 } // namespace
 
@@ -50,19 +63,52 @@ std::vector<std::string> backendNames() {
   return names;
 }
 
-std::unique_ptr<Backend> createBackend(const std::string &name) {
-  for (const BackendEntry &entry : kBackends) {
-    if (name != entry.name)
-      continue;
-    if (!entry.create)
+std::unique_ptr<Backend> createBackend(const std::string &name,
+                                       const BackendSettings &settings) {
+  if (const BackendEntry *entry = findBackend(name)) {
+    if (!entry->create)
       throw UsageError("backend '" + name + "' is not available yet");
-    return entry.create();
+    return entry->create(settings);
   }
   std::string known;
   for (const BackendEntry &entry : kBackends)
     known += std::string(known.empty() ? "" : ", ") + entry.name;
   throw UsageError("unknown backend '" + name + "' (expected one of: " + known +
                    ")");
+}
+
+BackendChoice chooseBackend(bool needsBackward,
+                            const BackendSettings &settings) {
+  // Each backend passed over adds its reason, so that the line fwp-run
+  // prints says why the fastest one was not used.
+  std::string why;
+  auto skip = [&why](const std::string &reason) {
+    why += (why.empty() ? "" : "; ") + reason;
+  };
+  std::vector<const char *> preference;
+  std::string whyNoGpu;
+  if (rt::cudaUsable(&whyNoGpu))
+    preference.push_back("cuda");
+  else
+    skip("no usable CUDA GPU: " + whyNoGpu);
+  preference.push_back("cpu");
+  preference.push_back("reference");
+
+  for (const char *name : preference) {
+    const BackendEntry *entry = findBackend(name);
+    if (!entry->create) {
+      skip(std::string("backend '") + name + "' is not available yet");
+      continue;
+    }
+    std::unique_ptr<Backend> backend = entry->create(settings);
+    if (needsBackward && !backend->hasBackward()) {
+      skip(std::string("backend '") + name + "' computes the forward only");
+      continue;
+    }
+    return {std::move(backend), why.empty() ? "a usable CUDA GPU" : why};
+  }
+  // The reference computes both directions: the loop always returns.
+  throw std::logic_error("no backend can run");
 }
 
 } // namespace fwp::run

@@ -1,14 +1,17 @@
 //===- Backend.h - Backends fwp-run can run the layer on --------*- C++ -*-===//
 //
 // A backend computes the forward and (optionally) the backward of the
-// fast-weight attention layer. Its calls take exactly the arguments of
+// fast-weight attention layer. Its calls take the arguments of
 // fwp::ref::attention / fwp::ref::attentionBackward (float64 vectors in the
-// layouts of fwp/Reference/Reference.h), whatever precision it computes in;
-// fwp-run converts the .npy arrays to and from them.
+// layouts of fwp/Reference/Reference.h); fwp-run converts the .npy arrays to
+// and from them. forward() is also told the inputs' dtype: a compiled
+// backend computes in it (float32 inputs, float32 arithmetic), the reference
+// always computes in float64.
 //
-// Backends are looked up by name in a table (Backend.cpp). `reference` is
-// implemented; `cpu` and `cuda` are recognised but not available yet: a later
-// change adds a Backend subclass and puts its factory into the table.
+// Backends are looked up by name in a table (Backend.cpp). `reference` and
+// `cpu` (the JIT-compiled forward, CpuBackend.cpp) are implemented; `cuda` is
+// recognised but not available yet: a later change adds a Backend subclass
+// and puts its factory into the table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 #define FWP_RUN_BACKEND_H
 
 #include "fwp/Reference/Reference.h"
+#include "fwp/Support/Npy.h"
 
 #include <memory>
 #include <string>
@@ -23,18 +27,29 @@
 
 namespace fwp::run {
 
+/// Options that shape how a backend compiles, from the command line.
+struct BackendSettings {
+  int64_t chunkSize = 64; // steps per chunk of a compiled scan
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
 
   virtual const char *name() const = 0;
 
+  /// False for a backend that computes the forward only: fwp-run then
+  /// refuses inputs with dy.npy before running anything.
+  virtual bool hasBackward() const { return true; }
+
   /// As fwp::ref::attention with a zero initial state; only `y` of the
-  /// result is used by fwp-run.
+  /// result is used by fwp-run. `dtype` is the inputs' dtype (their values
+  /// are exactly representable in it).
   virtual ref::AttentionOutputs forward(const ref::AttentionConfig &config,
                                         const ref::AttentionShape &shape,
                                         const std::vector<double> &x,
-                                        const ref::AttentionParams &params) = 0;
+                                        const ref::AttentionParams &params,
+                                        npy::DType dtype) = 0;
 
   /// As fwp::ref::attentionBackward with a zero initial state and no
   /// gradient of the final state; `initialState` of the result is unused.
@@ -48,9 +63,24 @@ public:
 /// The names fwp-run recognises, available or not, in the table's order.
 std::vector<std::string> backendNames();
 
-/// Creates the backend called `name`. Throws UsageError ("backend 'cpu' is
+/// Creates the backend called `name`. Throws UsageError ("backend 'cuda' is
 /// not available yet", or "unknown backend ...") when there is none.
-std::unique_ptr<Backend> createBackend(const std::string &name);
+std::unique_ptr<Backend> createBackend(const std::string &name,
+                                       const BackendSettings &settings);
+
+struct BackendChoice {
+  std::unique_ptr<Backend> backend;
+  std::string why; // why this one, e.g. "no usable CUDA GPU: ..."
+};
+
+/// The backend used without --backend: cuda if a CUDA GPU is usable, else
+/// cpu, skipping backends that are not available yet or, when
+/// `needsBackward`, compute the forward only; reference is the last resort.
+BackendChoice chooseBackend(bool needsBackward,
+                            const BackendSettings &settings);
+
+/// The cpu backend (CpuBackend.cpp).
+std::unique_ptr<Backend> createCpuBackend(const BackendSettings &settings);
 
 } // namespace fwp::run
 

@@ -15,6 +15,7 @@ const char *usage() {
   return "usage: fwp-run --inputs DIR --outputs DIR --heads H [--nu N] "
          "[--eps E]\n"
          "               [--rule delta|sum] [--backend reference|cpu|cuda]\n"
+         "               [--chunk-size C]\n"
          "\n"
          "Runs the fast-weight attention layer on .npy inputs.\n"
          "\n"
@@ -26,7 +27,17 @@ const char *usage() {
          "  --nu N          DPFP order, 1 <= N <= 2*d_k-1 (default 1)\n"
          "  --eps E         DPFP normaliser epsilon, > 0 (default 1e-6)\n"
          "  --rule R        fast-weight update: delta (default) or sum\n"
-         "  --backend B     reference (default; float64 loops), cpu, cuda\n"
+         "  --backend B     where to run the layer:\n"
+         "                    reference  float64 loops, forward and backward\n"
+         "                    cpu        compiled for this CPU, in the "
+         "inputs'\n"
+         "                               dtype; forward only for now\n"
+         "                    cuda       not available yet\n"
+         "                  without --backend: cuda if a CUDA GPU is usable,\n"
+         "                  else cpu (reference when dy.npy asks for the\n"
+         "                  backward); the choice is printed on stderr\n"
+         "  --chunk-size C  steps per chunk of the compiled scan, 1 to 4096 "
+         "(default 64)\n"
          "  --help          print this text and exit\n"
          "\n"
          "inputs (.npy, all float32 or all float64, little-endian, C order):\n"
@@ -100,8 +111,8 @@ Options parseOptions(int argc, const char *const *argv) {
       hasValue = true;
     }
     static const std::set<std::string> known = {
-        "--inputs", "--outputs", "--heads",  "--nu",
-        "--eps",    "--rule",    "--backend"};
+        "--inputs", "--outputs", "--heads",   "--nu",
+        "--eps",    "--rule",    "--backend", "--chunk-size"};
     if (!known.count(name))
       throw UsageError("unknown option '" + name + "' (see --help)");
     if (!hasValue) {
@@ -138,7 +149,13 @@ Options parseOptions(int argc, const char *const *argv) {
         throw UsageError("unknown rule '" + value +
                          "' (expected delta or sum)");
     } else if (name == "--backend") {
+      if (value.empty())
+        throw UsageError("option --backend needs a non-empty name");
       opts.backend = value;
+    } else if (name == "--chunk-size") {
+      if (!parseInt(value, opts.chunkSize) || opts.chunkSize < 1)
+        throw UsageError("--chunk-size expects a positive integer, got '" +
+                         value + "'");
     }
   }
   for (const char *required : {"--inputs", "--outputs", "--heads"})

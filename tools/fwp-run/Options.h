@@ -17,7 +17,9 @@ struct Options {
   int64_t nu = 1;
   double eps = 1e-6;
   ref::Rule rule = ref::Rule::Delta;
-  std::string backend = "reference";
+  /// Empty without --backend: fwp-run then picks one (chooseBackend).
+  std::string backend;
+  int64_t chunkSize = 64;
 };
 
 /// Parses argv (both "--opt value" and "--opt=value"). Throws UsageError on

@@ -1,7 +1,8 @@
 //===- fwp-run.cpp - Run fast-weight attention on .npy files --------------===//
 //
 //   fwp-run --inputs DIR --outputs DIR --heads H [--nu 1] [--eps 1e-6]
-//           [--rule delta|sum] [--backend reference]
+//           [--rule delta|sum] [--backend reference|cpu|cuda]
+//           [--chunk-size 64]
 //
 // Reads x, the layer's parameters and optionally dy from DIR/*.npy, runs the
 // forward (and, given dy, the backward) on the chosen backend and writes y
@@ -9,7 +10,8 @@
 //
 // Exit status: 0 on success; 2 on bad usage or bad inputs; 1 on any other
 // failure. Every failure prints exactly one line "fwp-run: ..." on stderr and
-// leaves the outputs directory as it was.
+// leaves the outputs directory as it was. Without --backend, the one line
+// "fwp-run: using backend B (why)" on stderr says which backend ran.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +29,8 @@ using namespace fwp::run;
 
 namespace {
 
-/// Prints `message` as one line: any newline in it (say, from a file name)
-/// is escaped.
+/// Prints `message` as one line "fwp-run: ..." on stderr: any newline in it
+/// (say, from a file name or compiler diagnostics) is escaped.
 void report(const std::string &message) {
   std::string line = "fwp-run: ";
   for (char c : message) {
@@ -64,15 +66,32 @@ int runTool(int argc, char **argv) {
     std::fputs(usage(), stdout);
     return 0;
   }
-  std::unique_ptr<Backend> backend = createBackend(opts.backend);
+  BackendSettings settings;
+  settings.chunkSize = opts.chunkSize;
+  // A backend named on the command line is checked before the inputs are
+  // read; the default one depends on them (does dy.npy ask for the
+  // backward?), so it is chosen after.
+  std::unique_ptr<Backend> backend;
+  if (!opts.backend.empty())
+    backend = createBackend(opts.backend, settings);
   checkOutputPath(opts.outputs);
   Problem p = loadInputs(opts);
+  if (!backend) {
+    BackendChoice choice = chooseBackend(p.hasDy, settings);
+    backend = std::move(choice.backend);
+    report(std::string("using backend ") + backend->name() + " (" + choice.why +
+           ")");
+  }
+  if (p.hasDy && !backend->hasBackward())
+    throw UsageError(std::string("backend '") + backend->name() +
+                     "' computes the forward only; the backward comes with "
+                     "a later issue");
 
   const int64_t t = p.shape.seqLen, b = p.shape.batch, d = p.shape.dModel;
   const int64_t h = p.config.heads;
   std::vector<OutputFile> files;
   ref::AttentionOutputs fwd =
-      backend->forward(p.config, p.shape, p.x, p.params);
+      backend->forward(p.config, p.shape, p.x, p.params, p.dtype);
   files.push_back(
       output("y.npy", {t, b, d}, p.dtype, std::move(fwd.y), *backend));
 

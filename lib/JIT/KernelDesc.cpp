@@ -1,0 +1,109 @@
+//===- KernelDesc.cpp - Checking and naming kernel descriptions -----------===//
+
+#include "fwp/JIT/JIT.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace fwp::jit {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string &what) {
+  throw std::invalid_argument("invalid kernel description: " + what);
+}
+
+const char *ruleName(Rule rule) {
+  switch (rule) {
+  case Rule::Delta:
+    return "delta";
+  case Rule::Sum:
+    return "sum";
+  }
+  return nullptr;
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  }
+  return nullptr;
+}
+
+const char *backendName(Backend backend) {
+  switch (backend) {
+  case Backend::Cpu:
+    return "cpu";
+  case Backend::Cuda:
+    return "cuda";
+  }
+  return nullptr;
+}
+
+/// The shortest %g form of `v` that reads back as exactly `v`: equal
+/// descriptions must give equal strings, and 1e-6 should read "1e-06".
+std::string roundTrip(double v) {
+  char buf[32];
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
+bool productFits(std::initializer_list<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t f : factors)
+    if (__builtin_mul_overflow(product, f, &product))
+      return false;
+  return true;
+}
+
+} // namespace
+
+void KernelDesc::validate() const {
+  // Enums first: a value cast from an out-of-range integer has no name.
+  if (!ruleName(rule) || !dtypeName(dtype) || !backendName(backend))
+    invalid("rule, dtype or backend is not one of its enumerators");
+  if (heads < 1)
+    invalid("heads must be >= 1, got " + std::to_string(heads));
+  if (dHead < 1)
+    invalid("dHead must be >= 1, got " + std::to_string(dHead));
+  // The compiled code indexes weights (dModel^2) and fast-weight states
+  // (dHead x 2*dHead*nu per head) with 64-bit integers; checking dHead^2
+  // first also keeps 2*dHead below from overflowing.
+  auto overflow = [&] {
+    invalid("heads = " + std::to_string(heads) + ", dHead = " +
+            std::to_string(dHead) + ", nu = " + std::to_string(nu) +
+            " give sizes that overflow 64-bit indices");
+  };
+  if (!productFits({heads, dHead, heads, dHead}) ||
+      !productFits({2, dHead, dHead}))
+    overflow();
+  if (nu < 1 || nu > 2 * dHead - 1)
+    invalid("nu must be in [1, 2*dHead-1] = [1, " +
+            std::to_string(2 * dHead - 1) + "], got " + std::to_string(nu));
+  if (!productFits({2, dHead, dHead, nu}))
+    overflow();
+  if (!std::isfinite(eps) || !(eps > 0))
+    invalid("eps must be finite and > 0, got " + roundTrip(eps));
+  if (chunkSize < 1 || chunkSize > kMaxChunkSize)
+    invalid("chunkSize must be in [1, " + std::to_string(kMaxChunkSize) +
+            "], got " + std::to_string(chunkSize));
+}
+
+std::string KernelDesc::str() const {
+  auto name = [](const char *n) { return n ? std::string(n) : "?"; };
+  return name(backendName(backend)) + " " + name(dtypeName(dtype)) + " " +
+         name(ruleName(rule)) + " heads=" + std::to_string(heads) +
+         " d_head=" + std::to_string(dHead) + " nu=" + std::to_string(nu) +
+         " eps=" + roundTrip(eps) + " chunk=" + std::to_string(chunkSize);
+}
+
+} // namespace fwp::jit
