@@ -17,7 +17,8 @@ config.substitutions.append(("%fwp_src_root", config.fwp_src_root))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["fwp-opt"], [config.fwp_tools_dir])
+llvm_config.add_tool_substitutions(["fwp-opt", "fwp-compile"],
+                                   [config.fwp_tools_dir])
 config.substitutions.append(("%python", sys.executable))
 
 # ptxas checks the PTX we generate; without it those tests are reported as

@@ -97,7 +97,7 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   // loops of the projections and the output layer.
   pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
   pm.addPass(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
 
@@ -120,6 +120,10 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   binary.compilationTarget = "isa";
   binary.toolkitPath = options.toolkit;
   pm.addPass(createGpuModuleToBinaryPass(binary));
+  // The host side in plain arith, the vocabulary of launch plans.
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 void registerFwpPipelines() {
