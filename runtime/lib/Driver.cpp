@@ -60,6 +60,7 @@ void resolveStreamsAndMemory(void *lib, Driver &d) {
   resolve(lib, d.cuMemcpyDtoH, {"cuMemcpyDtoH_v2"});
   resolve(lib, d.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2"});
   resolve(lib, d.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2"});
+  resolve(lib, d.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2"});
   resolve(lib, d.cuMemsetD8, {"cuMemsetD8_v2"});
   resolve(lib, d.cuMemsetD8Async, {"cuMemsetD8Async"});
 }

@@ -1,5 +1,4 @@
-//===- Driver.h - The CUDA driver API, loaded at run time --------*- C++
-//-*-===//
+//===- Driver.h - The CUDA driver API, loaded at run time -------*- C++ -*-===//
 //
 // Why dlopen: the compiler, its tests and the CPU backends must build and run
 // on machines without a GPU or a CUDA toolkit. So libcuda.so.1 is never
@@ -78,6 +77,8 @@ struct Driver {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes,
                                 CUstream stream);
   CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes,
+                                CUstream stream);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                                 CUstream stream);
   CUresult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t bytes);
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value,

@@ -1,0 +1,197 @@
+//===- PlanCuda.cpp - Launch plans on a CUDA GPU --------------------------===//
+
+#include "fwp/Runtime/KernelSet.h"
+#include "fwp/Runtime/Plan.h"
+
+namespace fwp::rt {
+namespace {
+
+/// The driver, with the primary context current on this thread.
+const Driver &bound() {
+  Context::primary().makeCurrent();
+  return driver();
+}
+
+std::string moduleList(const std::map<std::string, Module> &modules) {
+  std::string out;
+  for (const auto &entry : modules)
+    out += (out.empty() ? "" : ", ") + entry.first;
+  return out.empty() ? "none" : out;
+}
+
+/// `ptx`, after checking (before the driver is touched) that it has every
+/// module of `plan`.
+const std::map<std::string, std::string> &
+checkedPtx(const Plan &plan, const std::map<std::string, std::string> &ptx) {
+  for (const std::string &module : plan.modules)
+    if (!ptx.count(module))
+      throw PlanError(plan.sourceName + ": no PTX given for module '" + module +
+                      "'");
+  return ptx;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// CudaPlanDevice
+//===----------------------------------------------------------------------===//
+
+CudaPlanDevice::CudaPlanDevice(const std::map<std::string, std::string> &ptx,
+                               CUstream stream)
+    : stream_(stream) {
+  for (const auto &entry : ptx)
+    loadModule(entry.first, entry.second, entry.first + ".ptx");
+}
+
+CudaPlanDevice
+CudaPlanDevice::fromDirectory(const std::string &dir,
+                              const std::vector<std::string> &modules,
+                              CUstream stream) {
+  // Read every file before touching the driver, so that a missing file is
+  // reported as such even without a GPU.
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const std::string &module : modules) {
+    std::string path = dir + "/" + module + ".ptx";
+    texts.emplace_back(path, readTextFile(path));
+  }
+  CudaPlanDevice device(stream);
+  for (size_t i = 0; i < modules.size(); ++i)
+    device.loadModule(modules[i], texts[i].second, texts[i].first);
+  return device;
+}
+
+CudaPlanDevice::~CudaPlanDevice() {
+  if (!buffers_.empty() && pending_) {
+    try {
+      synchronize();
+    } catch (...) {
+      // The buffers are freed regardless; cuMemFree waits for the device.
+    }
+  }
+}
+
+void CudaPlanDevice::loadModule(const std::string &name, const std::string &ptx,
+                                const std::string &sourceName) {
+  modules_.erase(name);
+  modules_.emplace(name, Module(ptx, sourceName));
+}
+
+uint64_t CudaPlanDevice::alloc(size_t bytes) {
+  if (bytes == 0)
+    return 0;
+  DeviceBuffer buffer(bytes);
+  CUdeviceptr ptr = buffer.ptr();
+  checkCuda(bound().cuMemsetD8Async(ptr, 0, bytes, stream_), "cuMemsetD8Async");
+  pending_ = true;
+  buffers_.emplace(ptr, std::move(buffer));
+  return ptr;
+}
+
+void CudaPlanDevice::free(uint64_t ptr) {
+  auto it = buffers_.find(ptr);
+  if (it == buffers_.end())
+    return;
+  if (pending_) {
+    // Work on the stream may still use the buffer (e.g. a plan that failed
+    // after launching); wait for it before freeing.
+    try {
+      synchronize();
+    } catch (...) {
+      pending_ = false;
+    }
+  }
+  buffers_.erase(it);
+}
+
+DeviceBuffer CudaPlanDevice::release(uint64_t ptr) {
+  auto it = buffers_.find(ptr);
+  if (it == buffers_.end())
+    return DeviceBuffer();
+  DeviceBuffer buffer = std::move(it->second);
+  buffers_.erase(it);
+  return buffer;
+}
+
+void CudaPlanDevice::copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (bytes == 0)
+    return;
+  checkCuda(bound().cuMemcpyDtoDAsync(dst, src, bytes, stream_),
+            "cuMemcpyDtoDAsync");
+  pending_ = true;
+}
+
+CUfunction CudaPlanDevice::function(const std::string &module,
+                                    const std::string &kernel) {
+  auto key = std::make_pair(module, kernel);
+  auto cached = functions_.find(key);
+  if (cached != functions_.end())
+    return cached->second;
+  auto it = modules_.find(module);
+  if (it == modules_.end())
+    throw PlanError("no PTX loaded for module '" + module +
+                    "' (loaded: " + moduleList(modules_) + ")");
+  CUfunction fn = it->second.function(kernel);
+  functions_.emplace(key, fn);
+  return fn;
+}
+
+void CudaPlanDevice::launch(const std::string &module,
+                            const std::string &kernel, Dim3 grid, Dim3 block,
+                            unsigned shared,
+                            const std::vector<std::vector<uint8_t>> &params) {
+  CUfunction fn = function(module, kernel);
+  // cuLaunchKernel reads each parameter through its pointer, with the size
+  // the kernel's signature gives it.
+  std::vector<void *> pointers;
+  for (const std::vector<uint8_t> &param : params)
+    pointers.push_back(const_cast<uint8_t *>(param.data()));
+  rt::launch(fn, grid, block, shared, stream_,
+             pointers.empty() ? nullptr : pointers.data());
+  pending_ = true;
+}
+
+void CudaPlanDevice::synchronize() {
+  checkCuda(bound().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  pending_ = false;
+}
+
+//===----------------------------------------------------------------------===//
+// CompiledPlan
+//===----------------------------------------------------------------------===//
+
+CompiledPlan::CompiledPlan(CudaPlanDevice device, Plan plan)
+    : plan_(std::move(plan)), device_(std::move(device)) {}
+
+CompiledPlan::CompiledPlan(Plan plan,
+                           const std::map<std::string, std::string> &ptx,
+                           CUstream stream)
+    : plan_(std::move(plan)), device_(checkedPtx(plan_, ptx), stream) {}
+
+CompiledPlan CompiledPlan::load(const std::string &dir, CUstream stream) {
+  Plan plan = loadPlanFile(dir + "/plan.fwp");
+  CudaPlanDevice device =
+      CudaPlanDevice::fromDirectory(dir, plan.modules, stream);
+  return CompiledPlan(std::move(device), std::move(plan));
+}
+
+std::vector<DeviceResult>
+CompiledPlan::run(const std::vector<BufferRef> &args) {
+  PlanRun run(plan_, device_);
+  run.run(args);
+  // Take each allocation from the device once (results returning the same
+  // allocation share it) before the run lets go of them: if anything here
+  // throws, what is already taken is freed by its DeviceResult and the rest
+  // by the run.
+  std::vector<DeviceResult> results;
+  std::map<uint64_t, std::shared_ptr<DeviceBuffer>> memory;
+  for (const BufferRef &ref : run.results()) {
+    std::shared_ptr<DeviceBuffer> &owner = memory[ref.ptr];
+    if (!owner)
+      owner = std::make_shared<DeviceBuffer>(device_.release(ref.ptr));
+    results.emplace_back(ref, owner);
+  }
+  run.takeResults();
+  return results;
+}
+
+} // namespace fwp::rt
