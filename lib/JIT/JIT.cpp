@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <map>
 #include <mutex>
@@ -41,31 +42,35 @@ int64_t elementCount(int64_t a, int64_t b, int64_t c) {
   return n;
 }
 
-void checkForwardArgs(const KernelDesc &desc, const ForwardArgs &a) {
-  if (a.seqLen < 0 || a.batch < 0)
+/// Checks the sizes of a call named `call` ("forward" or "backward").
+void checkSizes(const char *call, const KernelDesc &desc, int64_t seqLen,
+                int64_t batch) {
+  if (seqLen < 0 || batch < 0)
     throw std::invalid_argument(
-        "forward: seqLen and batch must be >= 0, got seqLen = " +
-        std::to_string(a.seqLen) + ", batch = " + std::to_string(a.batch));
+        std::string(call) + ": seqLen and batch must be >= 0, got seqLen = " +
+        std::to_string(seqLen) + ", batch = " + std::to_string(batch));
   // The byte size must fit too: at most 8 bytes per element.
-  int64_t elements = elementCount(a.seqLen, a.batch, desc.dModel());
+  int64_t elements = elementCount(seqLen, batch, desc.dModel());
   if (elements < 0 || elements > INT64_MAX / 8)
     throw std::invalid_argument(
-        "forward: seqLen * batch * dModel = " + std::to_string(a.seqLen) +
-        " * " + std::to_string(a.batch) + " * " +
+        std::string(call) + ": seqLen * batch * dModel = " +
+        std::to_string(seqLen) + " * " + std::to_string(batch) + " * " +
         std::to_string(desc.dModel()) + " overflows");
-  const std::pair<const char *, const void *> buffers[] = {
-      {"x", a.x},         {"wQ", a.wQ}, {"wK", a.wK}, {"wV", a.wV},
-      {"wBeta", a.wBeta}, {"wO", a.wO}, {"bO", a.bO}, {"y", a.y}};
+}
+
+void checkBuffers(
+    const char *call,
+    std::initializer_list<std::pair<const char *, const void *>> buffers) {
   for (const auto &[name, pointer] : buffers)
     if (!pointer)
-      throw std::invalid_argument(std::string("forward: buffer ") + name +
+      throw std::invalid_argument(std::string(call) + ": buffer " + name +
                                   " is null");
 }
 
-void checkDType(const KernelDesc &desc, DType given) {
+void checkDType(const char *call, const KernelDesc &desc, DType given) {
   if (desc.dtype != given)
     throw std::invalid_argument(
-        std::string("forward: called with ") +
+        std::string(call) + ": called with " +
         (given == DType::F32 ? "float" : "double") +
         " buffers, but the kernel was compiled for " +
         (desc.dtype == DType::F32 ? "float (f32)" : "double (f64)"));
@@ -100,15 +105,19 @@ void CompiledAttention::forward(int64_t seqLen, int64_t batch, const void *x,
                                 const void *wQ, const void *wK, const void *wV,
                                 const void *wBeta, const void *wO,
                                 const void *bO, void *y) const {
-  ForwardArgs args{seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO, y};
+  checkSizes("forward", impl->desc, seqLen, batch);
   // Nothing to read or write; the buffers may then be null.
-  if (seqLen == 0 || batch == 0) {
-    if (seqLen < 0 || batch < 0)
-      checkForwardArgs(impl->desc, args);
+  if (seqLen == 0 || batch == 0)
     return;
-  }
-  checkForwardArgs(impl->desc, args);
-  impl->forward(args);
+  checkBuffers("forward", {{"x", x},
+                           {"wQ", wQ},
+                           {"wK", wK},
+                           {"wV", wV},
+                           {"wBeta", wBeta},
+                           {"wO", wO},
+                           {"bO", bO},
+                           {"y", y}});
+  impl->forward({seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO, y});
 }
 
 void CompiledAttention::forward(int64_t seqLen, int64_t batch, const float *x,
@@ -116,7 +125,7 @@ void CompiledAttention::forward(int64_t seqLen, int64_t batch, const float *x,
                                 const float *wV, const float *wBeta,
                                 const float *wO, const float *bO,
                                 float *y) const {
-  checkDType(impl->desc, DType::F32);
+  checkDType("forward", impl->desc, DType::F32);
   forward(seqLen, batch, static_cast<const void *>(x), wQ, wK, wV, wBeta, wO,
           bO, static_cast<void *>(y));
 }
@@ -126,9 +135,74 @@ void CompiledAttention::forward(int64_t seqLen, int64_t batch, const double *x,
                                 const double *wV, const double *wBeta,
                                 const double *wO, const double *bO,
                                 double *y) const {
-  checkDType(impl->desc, DType::F64);
+  checkDType("forward", impl->desc, DType::F64);
   forward(seqLen, batch, static_cast<const void *>(x), wQ, wK, wV, wBeta, wO,
           bO, static_cast<void *>(y));
+}
+
+void CompiledAttention::backward(int64_t seqLen, int64_t batch, const void *x,
+                                 const void *wQ, const void *wK, const void *wV,
+                                 const void *wBeta, const void *wO,
+                                 const void *bO, const void *dy, void *dx,
+                                 void *dwQ, void *dwK, void *dwV, void *dwBeta,
+                                 void *dwO, void *dbO) const {
+  const KernelDesc &desc = impl->desc;
+  checkSizes("backward", desc, seqLen, batch);
+  // The weight gradients are written whatever the sizes.
+  checkBuffers("backward", {{"dwQ", dwQ},
+                            {"dwK", dwK},
+                            {"dwV", dwV},
+                            {"dwBeta", dwBeta},
+                            {"dwO", dwO},
+                            {"dbO", dbO}});
+  if (seqLen == 0 || batch == 0) {
+    // Sums over no step: zeros, without reading anything.
+    size_t element = desc.dtype == DType::F32 ? sizeof(float) : sizeof(double);
+    size_t dm = desc.dModel(), heads = desc.heads;
+    size_t square = dm * dm * element;
+    std::memset(dwQ, 0, square);
+    std::memset(dwK, 0, square);
+    std::memset(dwV, 0, square);
+    std::memset(dwBeta, 0, heads * dm * element);
+    std::memset(dwO, 0, square);
+    std::memset(dbO, 0, dm * element);
+    return;
+  }
+  checkBuffers("backward", {{"x", x},
+                            {"wQ", wQ},
+                            {"wK", wK},
+                            {"wV", wV},
+                            {"wBeta", wBeta},
+                            {"wO", wO},
+                            {"bO", bO},
+                            {"dy", dy},
+                            {"dx", dx}});
+  impl->backward({seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO, dy, dx, dwQ, dwK,
+                  dwV, dwBeta, dwO, dbO});
+}
+
+void CompiledAttention::backward(int64_t seqLen, int64_t batch, const float *x,
+                                 const float *wQ, const float *wK,
+                                 const float *wV, const float *wBeta,
+                                 const float *wO, const float *bO,
+                                 const float *dy, float *dx, float *dwQ,
+                                 float *dwK, float *dwV, float *dwBeta,
+                                 float *dwO, float *dbO) const {
+  checkDType("backward", impl->desc, DType::F32);
+  backward(seqLen, batch, static_cast<const void *>(x), wQ, wK, wV, wBeta, wO,
+           bO, dy, static_cast<void *>(dx), dwQ, dwK, dwV, dwBeta, dwO, dbO);
+}
+
+void CompiledAttention::backward(int64_t seqLen, int64_t batch, const double *x,
+                                 const double *wQ, const double *wK,
+                                 const double *wV, const double *wBeta,
+                                 const double *wO, const double *bO,
+                                 const double *dy, double *dx, double *dwQ,
+                                 double *dwK, double *dwV, double *dwBeta,
+                                 double *dwO, double *dbO) const {
+  checkDType("backward", impl->desc, DType::F64);
+  backward(seqLen, batch, static_cast<const void *>(x), wQ, wK, wV, wBeta, wO,
+           bO, dy, static_cast<void *>(dx), dwQ, dwK, dwV, dwBeta, dwO, dbO);
 }
 
 //===----------------------------------------------------------------------===//

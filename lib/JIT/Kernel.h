@@ -23,18 +23,29 @@ struct ForwardArgs {
   void *y = nullptr;
 };
 
+/// The buffers and sizes of one backward call, already checked by
+/// CompiledAttention::backward (sizes > 0, no overflow, no null pointer).
+struct BackwardArgs {
+  int64_t seqLen = 0, batch = 0;
+  const void *x = nullptr, *wQ = nullptr, *wK = nullptr, *wV = nullptr,
+             *wBeta = nullptr, *wO = nullptr, *bO = nullptr, *dy = nullptr;
+  void *dx = nullptr, *dwQ = nullptr, *dwK = nullptr, *dwV = nullptr,
+       *dwBeta = nullptr, *dwO = nullptr, *dbO = nullptr;
+};
+
 struct CompiledAttention::Impl {
   explicit Impl(const KernelDesc &desc) : desc(desc) {}
   virtual ~Impl() = default;
   virtual void forward(const ForwardArgs &args) const = 0;
+  virtual void backward(const BackwardArgs &args) const = 0;
 
   KernelDesc desc;
   double compileSeconds = 0;
 };
 
-/// Builds the module for a Backend::Cpu description, lowers it with
-/// fwp-to-cpu and JIT-compiles it. Throws std::runtime_error with the
-/// diagnostics on failure.
+/// Builds the module for a Backend::Cpu description (forward and backward),
+/// lowers it with fwp-to-cpu and JIT-compiles it. Throws std::runtime_error
+/// with the diagnostics on failure.
 std::unique_ptr<CompiledAttention::Impl> compileCpu(const KernelDesc &desc);
 
 } // namespace fwp::jit

@@ -30,8 +30,12 @@ Value createContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{lhs, rhs}, ValueRange{init}, maps,
       iterators, [](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value product = arith::MulFOp::create(nb, nloc, args[0], args[1]);
-        Value sum = arith::AddFOp::create(nb, nloc, args[2], product);
+        // Reassociable, so that LLVM may vectorise the reduction.
+        auto flags =
+            arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+        Value product =
+            arith::MulFOp::create(nb, nloc, args[0], args[1], flags);
+        Value sum = arith::AddFOp::create(nb, nloc, args[2], product, flags);
         linalg::YieldOp::create(nb, nloc, sum);
       });
   return generic.getResult(0);
@@ -85,7 +89,8 @@ Value createBiasGradient(OpBuilder &b, Location loc, Value g, Value init) {
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{g}, ValueRange{init}, maps, iterators,
       [](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value sum = arith::AddFOp::create(nb, nloc, args[1], args[0]);
+        Value sum = arith::AddFOp::create(nb, nloc, args[1], args[0],
+                                          arith::FastMathFlags::reassoc);
         linalg::YieldOp::create(nb, nloc, sum);
       });
   return generic.getResult(0);

@@ -37,9 +37,21 @@ public:
     return mlir::arith::ConstantOp::create(b,
                                            b.getFloatAttr(elementType, value));
   }
-  Value add(Value x, Value y) { return mlir::arith::AddFOp::create(b, x, y); }
-  Value sub(Value x, Value y) { return mlir::arith::SubFOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return mlir::arith::MulFOp::create(b, x, y); }
+  // Sums may be reassociated (and products contracted into FMAs) so that
+  // LLVM can vectorise the many dot products; every accumulator stays in
+  // the element type, float32 or wider.
+  static constexpr mlir::arith::FastMathFlags kSumFlags =
+      mlir::arith::FastMathFlags::reassoc |
+      mlir::arith::FastMathFlags::contract;
+  Value add(Value x, Value y) {
+    return mlir::arith::AddFOp::create(b, x, y, kSumFlags);
+  }
+  Value sub(Value x, Value y) {
+    return mlir::arith::SubFOp::create(b, x, y, kSumFlags);
+  }
+  Value mul(Value x, Value y) {
+    return mlir::arith::MulFOp::create(b, x, y, kSumFlags);
+  }
   Value div(Value x, Value y) { return mlir::arith::DivFOp::create(b, x, y); }
   Value neg(Value x) { return mlir::arith::NegFOp::create(b, x); }
   Value addIndex(Value x, Value y) {

@@ -241,16 +241,44 @@ Value ScanKernels::dpfpInputGradient(Value src, Value grad, ValueRange row,
   auto gradAt = [&](Value i, Value j) {
     return e.load(grad, {b, h, t, featureIndex(i, j)});
   };
-  Value s = dpfpNormalizer(src, row);
-  Value gDotPhi = e.sum(one, nuEnd, [&](Value i) {
-    return e.sum(e.index(0), twoD, [&](Value j) {
-      return e.mul(gradAt(i, j), dpfpProduct(src, row, i, j));
-    });
+  // dL/dphi[m] = g[m] / s - (g . phi) / s^2 (s = sum(phi) + eps), formed as
+  //   (g[m] (eps + sum_{n != m} phi[n]) - sum_{n != m} g[n] phi[n]) / s^2
+  // with each sum over n != m taken as the full sum minus its m-th term.
+  // The two terms of the first form are nearly equal when phi[m] dominates
+  // phi. With a single nonzero product (common for small d: the relus zero
+  // most products) they differ by a fraction eps / s of either, and float32
+  // kept about 7 - log10(s / eps) digits of the difference: two for
+  // s = 0.1. Here the m-th terms cancel exactly, and a single nonzero
+  // product gives g[m] eps / s^2 to full precision. That needs phi[m] and
+  // g[m] phi[m] to be rounded the same way in the sums and in the
+  // subtractions: they are plain products (no FMA contraction, no
+  // reassociation), and the subtractions plain ops.
+  auto plainSub = [&](Value x, Value y) {
+    return arith::SubFOp::create(e.b, x, y).getResult();
+  };
+  auto plainMul = [&](Value x, Value y) {
+    return arith::MulFOp::create(e.b, x, y).getResult();
+  };
+  // phi[i, j] = x[j] * x[(j - i) mod 2d].
+  auto phiAt = [&](Value i, Value j) {
+    Value rolled = e.remIndex(e.subIndex(e.addIndex(j, twoD), i), twoD);
+    return plainMul(dpfpInput(src, row, j), dpfpInput(src, row, rolled));
+  };
+  Value total = e.sum(one, nuEnd, [&](Value i) {
+    return e.sum(e.index(0), twoD, [&](Value j) { return phiAt(i, j); });
   });
-  Value correction = e.div(gDotPhi, e.mul(s, s));
-  // dL/dphi[i, j] = g[i, j] / s - (g . phi) / s^2.
+  Value gDotPhi = e.sum(one, nuEnd, [&](Value i) {
+    return e.sum(e.index(0), twoD,
+                 [&](Value j) { return plainMul(gradAt(i, j), phiAt(i, j)); });
+  });
+  Value eps = e.real(config.eps);
+  Value s = e.add(total, eps);
+  Value sSquared = e.mul(s, s);
   auto dphi = [&](Value i, Value j) {
-    return e.sub(e.div(gradAt(i, j), s), correction);
+    Value g = gradAt(i, j), phi = phiAt(i, j);
+    Value othersSum = arith::AddFOp::create(e.b, eps, plainSub(total, phi));
+    Value othersDot = plainSub(gDotPhi, plainMul(g, phi));
+    return e.div(plainSub(plainMul(g, othersSum), othersDot), sSquared);
   };
   // dL/dx[jj]: x[jj] appears in phi[i, jj] and in phi[i, (jj + i) mod 2d].
   auto dx = [&](Value jj) {

@@ -17,8 +17,8 @@
 // CHECK: %[[ACC:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[EMPTY]] : tensor<?x2x4xf32>)
 // CHECK: %[[LOGITS:.*]] = linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[Z]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[XV]], %[[WV]] : tensor<?x2x32xf32>, tensor<4x32xf32>) outs(%[[ACC]] : tensor<?x2x4xf32>)
 // CHECK: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[OUT:.*]]: f32):
-// CHECK: %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
-// CHECK: %[[S:.*]] = arith.addf %[[OUT]], %[[P]] : f32
+// CHECK: %[[P:.*]] = arith.mulf %[[A]], %[[B]] fastmath<reassoc,contract> : f32
+// CHECK: %[[S:.*]] = arith.addf %[[OUT]], %[[P]] fastmath<reassoc,contract> : f32
 // CHECK: linalg.yield %[[S]] : f32
 // CHECK: %[[BETA:.*]] = linalg.generic {indexing_maps = [#[[ID]]], iterator_types = ["parallel", "parallel", "parallel"]} outs(%[[LOGITS]] : tensor<?x2x4xf32>)
 // CHECK: ^bb0(%[[L:.*]]: f32):

@@ -540,7 +540,7 @@ double relativeError(const Array &y, const std::vector<double> &ref) {
     maxDiff = std::max(maxDiff, std::abs(y.values[i] - ref[i]));
     maxRef = std::max(maxRef, std::abs(ref[i]));
   }
-  return maxDiff / maxRef;
+  return maxRef > 0 ? maxDiff / maxRef : maxDiff;
 }
 
 std::vector<double> referenceY(const Inputs &inputs, int64_t heads,
@@ -553,6 +553,41 @@ std::vector<double> referenceY(const Inputs &inputs, int64_t heads,
   return fwp::ref::attention(config, shapeOf(inputs), inputs.at("x.npy").values,
                              paramsOf(inputs))
       .y;
+}
+
+/// Checks every gradient file in `dir` against fwp::ref::attentionBackward
+/// on the same inputs: max|g - gref| / max|gref| <= bound per gradient (the
+/// sum rule's dw_beta must be exactly zero), each in the inputs' dtype and
+/// its parameter's shape.
+void expectGradientsNear(const fs::path &dir, const Inputs &inputs,
+                         int64_t heads, int64_t nu, fwp::ref::Rule rule,
+                         double bound) {
+  fwp::ref::AttentionConfig config;
+  config.heads = heads;
+  config.nu = nu;
+  config.rule = rule;
+  fwp::ref::AttentionGradients g = fwp::ref::attentionBackward(
+      config, shapeOf(inputs), inputs.at("x.npy").values, paramsOf(inputs),
+      inputs.at("dy.npy").values);
+  const std::map<std::string, std::pair<const char *, std::vector<double> *>>
+      expected = {{"dx.npy", {"x.npy", &g.x}},
+                  {"dw_q.npy", {"w_q.npy", &g.wQ}},
+                  {"dw_k.npy", {"w_k.npy", &g.wK}},
+                  {"dw_v.npy", {"w_v.npy", &g.wV}},
+                  {"dw_beta.npy", {"w_beta.npy", &g.wBeta}},
+                  {"dw_o.npy", {"w_o.npy", &g.wO}},
+                  {"db_o.npy", {"b_o.npy", &g.bO}}};
+  for (const auto &[name, of] : expected) {
+    SCOPED_TRACE(name);
+    Array a = fwp::npy::read((dir / name).string());
+    const Array &param = inputs.at(of.first);
+    EXPECT_EQ(a.dtype, param.dtype);
+    EXPECT_EQ(a.shape, param.shape);
+    if (rule == fwp::ref::Rule::Sum && name == "dw_beta.npy")
+      EXPECT_EQ(a.values, std::vector<double>(a.values.size(), 0.0));
+    else
+      EXPECT_LE(relativeError(a, *of.second), bound);
+  }
 }
 
 TEST_F(FwpRunTest, CpuBackendFloat32MatchesReference) {
@@ -583,6 +618,33 @@ TEST_F(FwpRunTest, CpuBackendFloat64MatchesReference) {
   EXPECT_LE(relativeError(y, referenceY(inputs, 2, 3)), 1e-10);
 }
 
+TEST_F(FwpRunTest, CpuBackendBackwardFloat32MatchesReference) {
+  Sizes s;
+  s.seqLen = 11; // chunks of 4: two full, one partial
+  Inputs inputs = makeInputs(s, DType::F32, true);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 2 --nu 2 --backend cpu --chunk-size 4")));
+  std::vector<std::string> expectedFiles = kGradientFiles;
+  expectedFiles.push_back("y.npy");
+  std::sort(expectedFiles.begin(), expectedFiles.end());
+  EXPECT_EQ(listDir(out), expectedFiles);
+  EXPECT_LE(relativeError(readOutput("y.npy"), referenceY(inputs, 2, 2)), 1e-5);
+  expectGradientsNear(out, inputs, 2, 2, fwp::ref::Rule::Delta, 1e-4);
+
+  // The sum rule (dw_beta is zero), the default chunk size.
+  expectSuccess(run(args("--heads 2 --rule sum --nu 3 --backend cpu")));
+  expectGradientsNear(out, inputs, 2, 3, fwp::ref::Rule::Sum, 1e-4);
+}
+
+TEST_F(FwpRunTest, CpuBackendBackwardFloat64MatchesReference) {
+  Sizes s;
+  s.heads = 4;
+  Inputs inputs = makeInputs(s, DType::F64, true);
+  writeInputs(inputs);
+  expectSuccess(run(args("--heads 4 --backend cpu --chunk-size 2")));
+  expectGradientsNear(out, inputs, 4, 1, fwp::ref::Rule::Delta, 1e-9);
+}
+
 TEST_F(FwpRunTest, CpuBackendEmptySequence) {
   Sizes s;
   s.seqLen = 0;
@@ -590,6 +652,18 @@ TEST_F(FwpRunTest, CpuBackendEmptySequence) {
   expectSuccess(run(args("--heads 2 --backend cpu")));
   EXPECT_EQ(readOutput("y.npy").shape,
             (std::vector<int64_t>{0, s.batch, s.dModel}));
+
+  // The backward: no dx rows, zero weight gradients.
+  writeInputs(makeInputs(s, DType::F32, true));
+  expectSuccess(run(args("--heads 2 --backend cpu")));
+  EXPECT_EQ(readOutput("dx.npy").shape,
+            (std::vector<int64_t>{0, s.batch, s.dModel}));
+  for (const char *name : {"dw_q.npy", "dw_beta.npy", "db_o.npy"}) {
+    SCOPED_TRACE(name);
+    Array g = readOutput(name);
+    EXPECT_EQ(g.dtype, DType::F32);
+    EXPECT_EQ(g.values, std::vector<double>(g.values.size(), 0.0));
+  }
 }
 
 /// Without --backend, fwp-run prints its choice as one line on stderr.
@@ -618,19 +692,16 @@ TEST_F(FwpRunTest, DefaultBackendSaysWhichItUses) {
   EXPECT_LE(relativeError(readOutput("y.npy"), referenceY(inputs, 2)), 1e-5);
 }
 
-TEST_F(FwpRunTest, DefaultBackendForTheBackwardIsTheReference) {
-  // cpu computes the forward only: the default falls back to the reference
-  // rather than refusing the inputs.
+TEST_F(FwpRunTest, DefaultBackendForTheBackwardIsCpu) {
   Sizes s;
-  writeInputs(makeInputs(s, DType::F64, true));
+  Inputs inputs = makeInputs(s, DType::F64, true);
+  writeInputs(inputs);
   RunResult r = run("--inputs " + quote(in.string()) + " --outputs " +
                     quote(out.string()) + " --heads 2");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(expectChoiceLine(r.err), "reference");
-  EXPECT_NE(r.err.find("backend 'cpu' computes the forward only)"),
-            std::string::npos)
-      << r.err;
+  EXPECT_EQ(expectChoiceLine(r.err), "cpu");
   EXPECT_EQ(listDir(out).size(), kGradientFiles.size() + 1);
+  expectGradientsNear(out, inputs, 2, 1, fwp::ref::Rule::Delta, 1e-9);
 }
 
 //===----------------------------------------------------------------------===//
@@ -777,13 +848,6 @@ TEST_F(FwpRunTest, RefusesBadChunkSize) {
                      "integer, got '") +
          c + "'"});
   }
-}
-
-TEST_F(FwpRunTest, CpuBackendRefusesBackward) {
-  writeInputs(makeInputs(Sizes(), DType::F32, true));
-  expectRefused(args("--heads 2 --backend cpu"),
-                {"fwp-run: backend 'cpu' computes the forward only; the "
-                 "backward comes with a later issue"});
 }
 
 TEST_F(FwpRunTest, RefusesMixedDtypes) {

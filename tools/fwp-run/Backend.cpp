@@ -23,11 +23,11 @@ public:
     return ref::attention(config, shape, x, params);
   }
 
-  ref::AttentionGradients backward(const ref::AttentionConfig &config,
-                                   const ref::AttentionShape &shape,
-                                   const std::vector<double> &x,
-                                   const ref::AttentionParams &params,
-                                   const std::vector<double> &dy) override {
+  ref::AttentionGradients
+  backward(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
+           const std::vector<double> &x, const ref::AttentionParams &params,
+           const std::vector<double> &dy, npy::DType) override {
+    // Always float64, as the forward.
     return ref::attentionBackward(config, shape, x, params, dy);
   }
 };

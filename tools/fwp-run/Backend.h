@@ -4,14 +4,14 @@
 // fast-weight attention layer. Its calls take the arguments of
 // fwp::ref::attention / fwp::ref::attentionBackward (float64 vectors in the
 // layouts of fwp/Reference/Reference.h); fwp-run converts the .npy arrays to
-// and from them. forward() is also told the inputs' dtype: a compiled
+// and from them. Both calls are also told the inputs' dtype: a compiled
 // backend computes in it (float32 inputs, float32 arithmetic), the reference
 // always computes in float64.
 //
 // Backends are looked up by name in a table (Backend.cpp). `reference` and
-// `cpu` (the JIT-compiled forward, CpuBackend.cpp) are implemented; `cuda` is
-// recognised but not available yet: a later change adds a Backend subclass
-// and puts its factory into the table.
+// `cpu` (the JIT-compiled forward and backward, CpuBackend.cpp) are
+// implemented; `cuda` is recognised but not available yet: a later change
+// adds a Backend subclass and puts its factory into the table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,11 +53,11 @@ public:
 
   /// As fwp::ref::attentionBackward with a zero initial state and no
   /// gradient of the final state; `initialState` of the result is unused.
-  virtual ref::AttentionGradients backward(const ref::AttentionConfig &config,
-                                           const ref::AttentionShape &shape,
-                                           const std::vector<double> &x,
-                                           const ref::AttentionParams &params,
-                                           const std::vector<double> &dy) = 0;
+  /// `dtype` is the inputs' dtype, as for forward().
+  virtual ref::AttentionGradients
+  backward(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
+           const std::vector<double> &x, const ref::AttentionParams &params,
+           const std::vector<double> &dy, npy::DType dtype) = 0;
 };
 
 /// The names fwp-run recognises, available or not, in the table's order.

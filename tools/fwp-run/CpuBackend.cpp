@@ -1,8 +1,8 @@
-//===- CpuBackend.cpp - The JIT-compiled forward on the host --------------===//
+//===- CpuBackend.cpp - The JIT-compiled layer on the host ----------------===//
 //
-// `--backend cpu`: the layer compiled by fwp-to-cpu (fwp/JIT/JIT.h), in the
-// inputs' precision: float32 inputs run a float32 kernel, float64 inputs a
-// float64 one. Forward only for now; the backward comes with a later issue.
+// `--backend cpu`: the layer compiled by fwp-to-cpu (fwp/JIT/JIT.h), forward
+// and backward, in the inputs' precision: float32 inputs run a float32
+// kernel, float64 inputs a float64 one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 
 #include "fwp/JIT/JIT.h"
 
+#include <memory>
 #include <stdexcept>
 
 namespace fwp::run {
@@ -33,23 +34,61 @@ jit::KernelDesc describe(const ref::AttentionConfig &config,
   return desc;
 }
 
-/// Runs `kernel` on buffers of element type T converted from the float64
-/// vectors fwp-run holds (exact: the values came from T in the first place),
-/// and converts y back.
+template <typename T> std::vector<T> cast(const std::vector<double> &v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+std::vector<double> widen(const std::vector<float> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+std::vector<double> widen(std::vector<double> v) { return v; }
+
+/// The parameters as buffers of element type T, converted from the float64
+/// vectors fwp-run holds (exact: the values came from T in the first
+/// place).
+template <typename T> struct Buffers {
+  std::vector<T> wQ, wK, wV, wBeta, wO, bO;
+  explicit Buffers(const ref::AttentionParams &p)
+      : wQ(cast<T>(p.wQ)), wK(cast<T>(p.wK)), wV(cast<T>(p.wV)),
+        wBeta(cast<T>(p.wBeta)), wO(cast<T>(p.wO)), bO(cast<T>(p.bO)) {}
+};
+
+/// y = forward(x) in T.
 template <typename T>
-std::vector<double>
-run(const jit::CompiledAttention &kernel, const ref::AttentionShape &shape,
-    const std::vector<double> &x, const ref::AttentionParams &p) {
-  auto cast = [](const std::vector<double> &v) {
-    return std::vector<T>(v.begin(), v.end());
-  };
-  std::vector<T> xs = cast(x), wq = cast(p.wQ), wk = cast(p.wK),
-                 wv = cast(p.wV), wb = cast(p.wBeta), wo = cast(p.wO),
-                 bo = cast(p.bO);
-  std::vector<T> y(x.size());
-  kernel.forward(shape.seqLen, shape.batch, xs.data(), wq.data(), wk.data(),
-                 wv.data(), wb.data(), wo.data(), bo.data(), y.data());
-  return std::vector<double>(y.begin(), y.end());
+std::vector<double> runForward(const jit::CompiledAttention &kernel,
+                               const ref::AttentionShape &shape,
+                               const std::vector<double> &x,
+                               const ref::AttentionParams &p) {
+  Buffers<T> w(p);
+  std::vector<T> xs = cast<T>(x), y(x.size());
+  kernel.forward(shape.seqLen, shape.batch, xs.data(), w.wQ.data(), w.wK.data(),
+                 w.wV.data(), w.wBeta.data(), w.wO.data(), w.bO.data(),
+                 y.data());
+  return widen(std::move(y));
+}
+
+/// Every gradient of the backward in T.
+template <typename T>
+ref::AttentionGradients
+runBackward(const jit::CompiledAttention &kernel,
+            const ref::AttentionShape &shape, const std::vector<double> &x,
+            const ref::AttentionParams &p, const std::vector<double> &dy) {
+  Buffers<T> w(p);
+  std::vector<T> xs = cast<T>(x), dys = cast<T>(dy), dx(x.size());
+  Buffers<T> g(p); // gradients have the shapes of the parameters
+  kernel.backward(shape.seqLen, shape.batch, xs.data(), w.wQ.data(),
+                  w.wK.data(), w.wV.data(), w.wBeta.data(), w.wO.data(),
+                  w.bO.data(), dys.data(), dx.data(), g.wQ.data(), g.wK.data(),
+                  g.wV.data(), g.wBeta.data(), g.wO.data(), g.bO.data());
+  ref::AttentionGradients out;
+  out.x = widen(std::move(dx));
+  out.wQ = widen(std::move(g.wQ));
+  out.wK = widen(std::move(g.wK));
+  out.wV = widen(std::move(g.wV));
+  out.wBeta = widen(std::move(g.wBeta));
+  out.wO = widen(std::move(g.wO));
+  out.bO = widen(std::move(g.bO));
+  return out;
 }
 
 class CpuBackend final : public Backend {
@@ -57,38 +96,44 @@ public:
   explicit CpuBackend(const BackendSettings &settings) : settings(settings) {}
 
   const char *name() const override { return "cpu"; }
-  bool hasBackward() const override { return false; }
 
   ref::AttentionOutputs forward(const ref::AttentionConfig &config,
                                 const ref::AttentionShape &shape,
                                 const std::vector<double> &x,
                                 const ref::AttentionParams &params,
                                 npy::DType dtype) override {
-    std::shared_ptr<const jit::CompiledAttention> kernel;
+    auto kernel = compile(config, shape, dtype);
+    ref::AttentionOutputs out;
+    out.y = dtype == npy::DType::F32
+                ? runForward<float>(*kernel, shape, x, params)
+                : runForward<double>(*kernel, shape, x, params);
+    return out;
+  }
+
+  ref::AttentionGradients
+  backward(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
+           const std::vector<double> &x, const ref::AttentionParams &params,
+           const std::vector<double> &dy, npy::DType dtype) override {
+    auto kernel = compile(config, shape, dtype);
+    return dtype == npy::DType::F32
+               ? runBackward<float>(*kernel, shape, x, params, dy)
+               : runBackward<double>(*kernel, shape, x, params, dy);
+  }
+
+private:
+  /// The kernel for these options and sizes; fwp::jit::compile caches it,
+  /// so the forward and the backward of one run compile once.
+  std::shared_ptr<const jit::CompiledAttention>
+  compile(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
+          npy::DType dtype) const {
     try {
-      kernel = jit::compile(describe(config, shape, dtype, settings.chunkSize));
+      return jit::compile(describe(config, shape, dtype, settings.chunkSize));
     } catch (const std::invalid_argument &e) {
       // The description comes from the command line and the inputs' sizes.
       throw UsageError(e.what());
     }
-    ref::AttentionOutputs out;
-    out.y = dtype == npy::DType::F32 ? run<float>(*kernel, shape, x, params)
-                                     : run<double>(*kernel, shape, x, params);
-    return out;
   }
 
-  ref::AttentionGradients backward(const ref::AttentionConfig &,
-                                   const ref::AttentionShape &,
-                                   const std::vector<double> &,
-                                   const ref::AttentionParams &,
-                                   const std::vector<double> &) override {
-    // fwp-run checks hasBackward() before running anything; this is the
-    // same refusal for any other caller.
-    throw UsageError("backend 'cpu' computes the forward only; the backward "
-                     "comes with a later issue");
-  }
-
-private:
   BackendSettings settings;
 };
 

@@ -84,8 +84,7 @@ int runTool(int argc, char **argv) {
   }
   if (p.hasDy && !backend->hasBackward())
     throw UsageError(std::string("backend '") + backend->name() +
-                     "' computes the forward only; the backward comes with "
-                     "a later issue");
+                     "' computes the forward only");
 
   const int64_t t = p.shape.seqLen, b = p.shape.batch, d = p.shape.dModel;
   const int64_t h = p.config.heads;
@@ -100,7 +99,7 @@ int runTool(int argc, char **argv) {
       "dw_beta.npy", "dw_o.npy", "db_o.npy"};
   if (p.hasDy) {
     ref::AttentionGradients g =
-        backend->backward(p.config, p.shape, p.x, p.params, p.dy);
+        backend->backward(p.config, p.shape, p.x, p.params, p.dy, p.dtype);
     files.push_back(
         output("dx.npy", {t, b, d}, p.dtype, std::move(g.x), *backend));
     files.push_back(

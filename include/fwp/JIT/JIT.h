@@ -1,21 +1,25 @@
 //===- JIT.h - Compiled FastWeightsAttention kernels ------------*- C++ -*-===//
 //
-// Compiles the whole FastWeightsAttention module (one `fwp.attention` op) for
-// one kernel description and runs its forward on host buffers:
+// Compiles the whole FastWeightsAttention module for one kernel description,
+// forward (one `fwp.attention` op) and backward (one `fwp.attention_grad`
+// op), and runs either on host buffers:
 //
 //   fwp::jit::KernelDesc desc;
 //   desc.heads = 4; desc.dHead = 8; desc.nu = 2;
 //   auto kernel = fwp::jit::compile(desc);        // cached, thread-safe
 //   kernel->forward(seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO, y);
+//   kernel->backward(seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO, dy,
+//                    dx, dwQ, dwK, dwV, dwBeta, dwO, dbO);
 //
 // Layouts are those of fwp/Reference/Reference.h (row-major, C order):
-//   x, y         [seqLen, batch, dModel]     dModel = heads * dHead
-//   wQ, wK, wV   [dModel, dModel]  (nn.Linear: q = x wQ^T)
-//   wBeta        [heads, dModel]   (must be given for the sum rule too, which
-//                                   ignores its values)
-//   wO           [dModel, dModel]
-//   bO           [dModel]
-// The initial fast-weight state is zero. Inputs are never written.
+//   x, y, dy, dx     [seqLen, batch, dModel]     dModel = heads * dHead
+//   wQ, wK, wV (dW*) [dModel, dModel]  (nn.Linear: q = x wQ^T)
+//   wBeta (dwBeta)   [heads, dModel]   (must be given for the sum rule too,
+//                                       which ignores its values)
+//   wO (dwO)         [dModel, dModel]
+//   bO (dbO)         [dModel]
+// The initial fast-weight state is zero, and the backward has no gradient of
+// the final state. Inputs are never written.
 //
 // This header needs neither MLIR nor LLVM headers: the compiler lives behind
 // CompiledAttention's private implementation, so callers (fwp-run, bindings)
@@ -71,9 +75,10 @@ struct KernelDesc {
   std::string str() const;
 };
 
-/// A compiled forward of the whole module. Immutable once built: forward()
-/// may be called from several threads at once (the compiled code keeps no
-/// state between calls; each call allocates its own scratch).
+/// The whole module compiled, forward and backward. Immutable once built:
+/// forward() and backward() may be called from several threads at once (the
+/// compiled code keeps no state between calls; each call allocates its own
+/// scratch).
 class CompiledAttention {
 public:
   ~CompiledAttention();
@@ -82,8 +87,8 @@ public:
 
   const KernelDesc &desc() const;
 
-  /// Seconds compile() spent on this kernel (passes, LLVM optimisation and
-  /// code generation).
+  /// Seconds compile() spent on this kernel, both entry points (passes, LLVM
+  /// optimisation and code generation).
   double compileSeconds() const;
 
   /// y = FastWeightsAttention(x). Buffers hold elements of desc().dtype (float
@@ -103,6 +108,36 @@ public:
   void forward(int64_t seqLen, int64_t batch, const double *x, const double *wQ,
                const double *wK, const double *wV, const double *wBeta,
                const double *wO, const double *bO, double *y) const;
+
+  /// The gradients of a loss L with respect to x and every weight, given
+  /// dy = dL/dy where y = forward(x): dx = dL/dx, dwQ = dL/dwQ, ...,
+  /// dbO = dL/dbO, each in the layout of what it is the gradient of. The
+  /// backward recomputes what it needs of the forward; it does not need a
+  /// forward() call first. For the sum rule dwBeta is all zeros.
+  ///
+  /// Every output is written in full and may not alias an input or another
+  /// output. seqLen and batch may be 0: dx is then empty and the weight
+  /// gradients are zeros; x, dy, dx and the weights may then be null (they
+  /// are not read), the weight gradients may not. Throws
+  /// std::invalid_argument as forward() does.
+  void backward(int64_t seqLen, int64_t batch, const void *x, const void *wQ,
+                const void *wK, const void *wV, const void *wBeta,
+                const void *wO, const void *bO, const void *dy, void *dx,
+                void *dwQ, void *dwK, void *dwV, void *dwBeta, void *dwO,
+                void *dbO) const;
+
+  /// Typed forms: throw std::invalid_argument if the element type is not
+  /// desc().dtype.
+  void backward(int64_t seqLen, int64_t batch, const float *x, const float *wQ,
+                const float *wK, const float *wV, const float *wBeta,
+                const float *wO, const float *bO, const float *dy, float *dx,
+                float *dwQ, float *dwK, float *dwV, float *dwBeta, float *dwO,
+                float *dbO) const;
+  void backward(int64_t seqLen, int64_t batch, const double *x,
+                const double *wQ, const double *wK, const double *wV,
+                const double *wBeta, const double *wO, const double *bO,
+                const double *dy, double *dx, double *dwQ, double *dwK,
+                double *dwV, double *dwBeta, double *dwO, double *dbO) const;
 
   struct Impl;
 

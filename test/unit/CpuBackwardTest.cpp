@@ -1,0 +1,544 @@
+//===- CpuBackwardTest.cpp - The JIT-compiled CPU backward ----------------===//
+//
+// CompiledAttention::backward against the float64 reference
+// (fwp::ref::attentionBackward), and against finite differences of the
+// compiled forward.
+//
+// Relative error, per gradient: max_i |g_i - gref_i| / max_i |gref_i|, with
+// gref from the reference run on exactly the values the kernel gets (float32
+// inputs are rounded first), so that only the kernel's arithmetic is
+// measured. Bounds: 1e-4 for float32 kernels, 1e-9 for float64 ones. For the
+// sum rule dwBeta must be exactly zero.
+//
+// The float32 bound holds for these inputs, not for every input: DPFP's
+// gradient is ill-conditioned where a projection is nearly zero. For a row
+// whose phi holds a single, small product (s = sum(phi) + eps small), dL/dq
+// grows like eps / s^2, and its relative error is that of the product, i.e.
+// of the float32 projection q = x W_q^T (about 6e-8 * sum|terms| / |q|). A q
+// entry of 1e-4 that float32 gets from terms of order one, in a row whose
+// gradient then dominates, costs 1e-3 relative with no error in the kernel
+// (seen for d_k = 4 with some seeds). The float64 cases and the finite
+// differences check the arithmetic without that amplification.
+//
+// The cases cover every value of each axis (sequence length against the
+// chunk size: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C+3;
+// d_k in {4, 16, 64}; nu in {1, 2, 3}; heads 1..8; batch 1..3; both rules;
+// zero-key steps) without running the cross product. Cases sharing a kernel
+// description sit in the same test so that, each test being its own process
+// under ctest, the cache compiles it once.
+//
+// Finite differences: for L = sum(y * r) with r random and y the compiled
+// float64 forward, dL/dtheta by central differences (the five-point
+// stencil, h = 1e-4) for every element of x and of every weight, against
+// the compiled backward given dy = r; bound 1e-6.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/JIT/JIT.h"
+#include "fwp/Reference/Reference.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using fwp::jit::CompiledAttention;
+using fwp::jit::DType;
+using fwp::jit::KernelDesc;
+using fwp::jit::Rule;
+
+namespace {
+
+/// Deterministic values in [-scale, scale).
+class Lcg {
+public:
+  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
+  double next(double scale) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+
+private:
+  uint64_t state;
+};
+
+/// One backward to check. zeroSteps are steps t whose x rows are all zero
+/// (every batch row, or only row zeroBatch if it is >= 0): a zero key
+/// writes nothing to the fast weights.
+struct Case {
+  Rule rule;
+  int64_t heads, dHead, nu, chunk;
+  int64_t seqLen, batch;
+  std::vector<int64_t> zeroSteps = {};
+  int64_t zeroBatch = -1;
+
+  KernelDesc desc(DType dtype) const {
+    KernelDesc d;
+    d.rule = rule;
+    d.heads = heads;
+    d.dHead = dHead;
+    d.nu = nu;
+    d.chunkSize = chunk;
+    d.dtype = dtype;
+    return d;
+  }
+
+  std::string name() const {
+    std::string s = rule == Rule::Delta ? "delta" : "sum";
+    s += " H=" + std::to_string(heads) + " dk=" + std::to_string(dHead) +
+         " nu=" + std::to_string(nu) + " C=" + std::to_string(chunk) +
+         " T=" + std::to_string(seqLen) + " B=" + std::to_string(batch);
+    if (!zeroSteps.empty())
+      s += " zero-steps=" + std::to_string(zeroSteps.size());
+    return s;
+  }
+};
+
+struct Problem {
+  fwp::ref::AttentionConfig config;
+  fwp::ref::AttentionShape shape;
+  std::vector<double> x, dy;
+  fwp::ref::AttentionParams params;
+};
+
+std::vector<double> randomValues(int64_t n, uint64_t seed, double scale,
+                                 DType dtype) {
+  Lcg rng(seed);
+  std::vector<double> v(n);
+  for (double &e : v) {
+    e = rng.next(scale);
+    if (dtype == DType::F32)
+      e = static_cast<float>(e); // what the float32 kernel will read
+  }
+  return v;
+}
+
+Problem makeProblem(const Case &c, DType dtype, uint64_t seed) {
+  Problem p;
+  p.config.heads = c.heads;
+  p.config.nu = c.nu;
+  p.config.rule =
+      c.rule == Rule::Delta ? fwp::ref::Rule::Delta : fwp::ref::Rule::Sum;
+  int64_t dm = c.heads * c.dHead;
+  p.shape = {c.seqLen, c.batch, dm};
+  p.x = randomValues(c.seqLen * c.batch * dm, seed, 1.0, dtype);
+  for (int64_t t : c.zeroSteps)
+    for (int64_t b = 0; b < c.batch; ++b)
+      if (c.zeroBatch < 0 || c.zeroBatch == b)
+        std::fill_n(p.x.begin() + (t * c.batch + b) * dm, dm, 0.0);
+  p.params.wQ = randomValues(dm * dm, seed + 1, 0.5, dtype);
+  p.params.wK = randomValues(dm * dm, seed + 2, 0.5, dtype);
+  p.params.wV = randomValues(dm * dm, seed + 3, 0.5, dtype);
+  p.params.wBeta = randomValues(c.heads * dm, seed + 4, 0.5, dtype);
+  p.params.wO = randomValues(dm * dm, seed + 5, 0.5, dtype);
+  p.params.bO = randomValues(dm, seed + 6, 0.1, dtype);
+  p.dy = randomValues(c.seqLen * c.batch * dm, seed + 7, 1.0, dtype);
+  return p;
+}
+
+/// The gradients in the order of CompiledAttention::backward's outputs.
+constexpr const char *kGradientNames[] = {"dx",     "dwQ", "dwK", "dwV",
+                                          "dwBeta", "dwO", "dbO"};
+
+std::vector<std::vector<double>>
+referenceGradients(const Problem &p, const std::vector<double> &dy) {
+  fwp::ref::AttentionGradients g =
+      fwp::ref::attentionBackward(p.config, p.shape, p.x, p.params, dy);
+  return {g.x, g.wQ, g.wK, g.wV, g.wBeta, g.wO, g.bO};
+}
+
+template <typename T> std::vector<T> cast(const std::vector<double> &v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+/// Runs the backward of `kernel` on `p` (with `dy`) in T and returns the
+/// gradients as doubles, in the order of kGradientNames.
+template <typename T>
+std::vector<std::vector<double>> runBackward(const CompiledAttention &kernel,
+                                             const Problem &p,
+                                             const std::vector<double> &dy) {
+  std::vector<T> x = cast<T>(p.x), wq = cast<T>(p.params.wQ),
+                 wk = cast<T>(p.params.wK), wv = cast<T>(p.params.wV),
+                 wb = cast<T>(p.params.wBeta), wo = cast<T>(p.params.wO),
+                 bo = cast<T>(p.params.bO), dyT = cast<T>(dy);
+  // Every element must be overwritten.
+  auto output = [](size_t n) { return std::vector<T>(n, T(-7)); };
+  std::vector<T> dx = output(x.size()), dwq = output(wq.size()),
+                 dwk = output(wk.size()), dwv = output(wv.size()),
+                 dwb = output(wb.size()), dwo = output(wo.size()),
+                 dbo = output(bo.size());
+  kernel.backward(p.shape.seqLen, p.shape.batch, x.data(), wq.data(), wk.data(),
+                  wv.data(), wb.data(), wo.data(), bo.data(), dyT.data(),
+                  dx.data(), dwq.data(), dwk.data(), dwv.data(), dwb.data(),
+                  dwo.data(), dbo.data());
+  std::vector<std::vector<double>> out;
+  for (const std::vector<T> *g : {&dx, &dwq, &dwk, &dwv, &dwb, &dwo, &dbo})
+    out.emplace_back(g->begin(), g->end());
+  return out;
+}
+
+std::vector<std::vector<double>> runBackward(const CompiledAttention &kernel,
+                                             const Problem &p,
+                                             const std::vector<double> &dy) {
+  return kernel.desc().dtype == DType::F32 ? runBackward<float>(kernel, p, dy)
+                                           : runBackward<double>(kernel, p, dy);
+}
+
+/// y of the float64 forward of `kernel`.
+std::vector<double> runForward(const CompiledAttention &kernel,
+                               const std::vector<double> &x,
+                               const fwp::ref::AttentionParams &w,
+                               const fwp::ref::AttentionShape &shape) {
+  std::vector<double> y(x.size());
+  kernel.forward(shape.seqLen, shape.batch, x.data(), w.wQ.data(), w.wK.data(),
+                 w.wV.data(), w.wBeta.data(), w.wO.data(), w.bO.data(),
+                 y.data());
+  return y;
+}
+
+double relativeError(const std::vector<double> &g,
+                     const std::vector<double> &ref) {
+  EXPECT_EQ(g.size(), ref.size());
+  double maxDiff = 0, maxRef = 0;
+  for (size_t i = 0; i < g.size() && i < ref.size(); ++i) {
+    if (std::isnan(g[i]))
+      return INFINITY;
+    maxDiff = std::max(maxDiff, std::abs(g[i] - ref[i]));
+    maxRef = std::max(maxRef, std::abs(ref[i]));
+  }
+  return maxRef > 0 ? maxDiff / maxRef : maxDiff;
+}
+
+/// Checks every gradient of `got` against `ref`: within `bound`, and dwBeta
+/// exactly zero for the sum rule. Returns the worst error; appends
+/// " name error" pairs to `line`.
+double compareGradients(const std::vector<std::vector<double>> &got,
+                        const std::vector<std::vector<double>> &ref, Rule rule,
+                        double bound, std::string &line) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const char *name = kGradientNames[i];
+    if (rule == Rule::Sum && std::string(name) == "dwBeta") {
+      EXPECT_TRUE(std::all_of(got[i].begin(), got[i].end(), [](double v) {
+        return v == 0.0;
+      })) << "dwBeta of the sum rule is not zero";
+      continue;
+    }
+    double err = relativeError(got[i], ref[i]);
+    EXPECT_LE(err, bound) << name;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " %s %.2g", name, err);
+    line += buf;
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+/// Compiles (through the cache) and checks every case against the
+/// reference; reports the worst error and the compile time of each kernel
+/// compiled here.
+void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
+  std::set<const CompiledAttention *> reported;
+  double worst = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    SCOPED_TRACE(c.name());
+    auto kernel = fwp::jit::compile(c.desc(dtype));
+    if (reported.insert(kernel.get()).second)
+      std::printf("[ compile  ] %s: %.3f s\n", kernel->desc().str().c_str(),
+                  kernel->compileSeconds());
+    Problem p = makeProblem(c, dtype, 300 + 10 * i);
+    std::string line;
+    worst = std::max(worst, compareGradients(runBackward(*kernel, p, p.dy),
+                                             referenceGradients(p, p.dy),
+                                             c.rule, bound, line));
+    std::printf("[ relerr   ] %s %s:%s\n", dtype == DType::F32 ? "f32" : "f64",
+                c.name().c_str(), line.c_str());
+  }
+  ::testing::Test::RecordProperty("max_relative_error", std::to_string(worst));
+}
+
+constexpr double kF32Bound = 1e-4;
+constexpr double kF64Bound = 1e-9;
+
+//===----------------------------------------------------------------------===//
+// Float32 against the float64 reference
+//===----------------------------------------------------------------------===//
+
+// C = 8: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C + 3.
+TEST(CpuBackwardTest, DeltaRuleSmallChunks) {
+  checkCases({{Rule::Delta, 1, 4, 1, 8, 1, 1},
+              {Rule::Delta, 1, 4, 1, 8, 5, 2},
+              {Rule::Delta, 1, 4, 1, 8, 16, 2},
+              {Rule::Delta, 1, 4, 1, 8, 13, 3},
+              {Rule::Delta, 1, 4, 1, 8, 35, 1},
+              {Rule::Delta, 2, 16, 2, 8, 1, 3},
+              {Rule::Delta, 2, 16, 2, 8, 7, 1},
+              {Rule::Delta, 2, 16, 2, 8, 35, 2},
+              {Rule::Delta, 3, 4, 3, 8, 35, 2},
+              {Rule::Delta, 3, 4, 3, 8, 3, 3}},
+             DType::F32, kF32Bound);
+}
+
+TEST(CpuBackwardTest, SumRule) {
+  checkCases({{Rule::Sum, 4, 4, 2, 16, 1, 2},
+              {Rule::Sum, 4, 4, 2, 16, 9, 3},
+              {Rule::Sum, 4, 4, 2, 16, 67, 1},
+              {Rule::Sum, 5, 16, 3, 8, 35, 1},
+              {Rule::Sum, 5, 16, 3, 8, 6, 2},
+              {Rule::Sum, 1, 64, 1, 16, 67, 2},
+              {Rule::Sum, 1, 64, 1, 16, 1, 1}},
+             DType::F32, kF32Bound);
+}
+
+TEST(CpuBackwardTest, WideHeads) {
+  checkCases({{Rule::Delta, 1, 64, 3, 16, 67, 1},
+              {Rule::Delta, 1, 64, 3, 16, 5, 2},
+              {Rule::Delta, 2, 64, 2, 16, 17, 1}},
+             DType::F32, kF32Bound);
+}
+
+TEST(CpuBackwardTest, ManyHeads) {
+  checkCases({{Rule::Delta, 8, 4, 2, 16, 67, 3},
+              {Rule::Delta, 8, 4, 2, 16, 1, 1},
+              {Rule::Delta, 8, 4, 2, 16, 32, 2},
+              {Rule::Delta, 6, 16, 1, 16, 50, 2},
+              {Rule::Sum, 7, 4, 1, 8, 35, 2}},
+             DType::F32, kF32Bound);
+}
+
+// The default chunk size, 64.
+TEST(CpuBackwardTest, DefaultChunkSize) {
+  checkCases({{Rule::Delta, 4, 16, 2, 64, 1, 1},
+              {Rule::Delta, 4, 16, 2, 64, 40, 2},
+              {Rule::Delta, 4, 16, 2, 64, 259, 1}},
+             DType::F32, kF32Bound);
+}
+
+// All-zero x rows give zero keys: such a step writes nothing. Zero steps at
+// the start, on chunk boundaries, inside chunks and at the end; for every
+// batch row or for one only.
+TEST(CpuBackwardTest, ZeroKeySteps) {
+  checkCases({{Rule::Delta, 2, 4, 2, 8, 35, 2, {0, 7, 8, 9, 20, 34}},
+              {Rule::Delta, 2, 4, 2, 8, 12, 3, {1, 2, 3, 4, 5}, 1},
+              {Rule::Sum, 2, 4, 2, 8, 19, 2, {0, 8, 18}, 0},
+              {Rule::Delta, 2, 4, 2, 8, 3, 1, {0, 1, 2}}},
+             DType::F32, kF32Bound);
+}
+
+//===----------------------------------------------------------------------===//
+// Float64 against the float64 reference
+//===----------------------------------------------------------------------===//
+
+TEST(CpuBackwardTest, Float64MatchesReference) {
+  checkCases({{Rule::Delta, 2, 4, 3, 8, 35, 2, {3, 8, 34}},
+              {Rule::Delta, 2, 4, 3, 8, 1, 1},
+              {Rule::Sum, 3, 16, 1, 16, 67, 3},
+              {Rule::Sum, 3, 16, 1, 16, 5, 1, {2}},
+              {Rule::Delta, 1, 64, 2, 64, 259, 1},
+              {Rule::Delta, 1, 64, 2, 64, 10, 2}},
+             DType::F64, kF64Bound);
+}
+
+//===----------------------------------------------------------------------===//
+// Finite differences of the compiled forward
+//===----------------------------------------------------------------------===//
+
+/// Central differences of L(theta) = sum(forward(theta) * r) with respect to
+/// every element of x and of every weight, against the compiled backward
+/// given dy = r. Elements of x in zero rows are skipped: there k = 0 sits on
+/// DPFP's relu kink, where phi' ~ k^2 / eps bends too sharply (curvature of
+/// order 1 / eps) for any usable step (the weights' differences leave those
+/// rows at zero).
+void checkFiniteDifferences(const Case &c, double bound) {
+  SCOPED_TRACE(c.name());
+  auto kernel = fwp::jit::compile(c.desc(DType::F64));
+  Problem p = makeProblem(c, DType::F64, 77);
+  const std::vector<double> &r = p.dy;
+  std::vector<std::vector<double>> grads = runBackward(*kernel, p, r);
+
+  auto loss = [&](const std::vector<double> &x,
+                  const fwp::ref::AttentionParams &w) {
+    std::vector<double> y = runForward(*kernel, x, w, p.shape);
+    double total = 0;
+    for (size_t i = 0; i < y.size(); ++i)
+      total += y[i] * r[i];
+    return total;
+  };
+  const int64_t dm = p.shape.dModel;
+  auto inZeroRow = [&](size_t i) {
+    int64_t row = static_cast<int64_t>(i) / dm;
+    int64_t t = row / c.batch, b = row % c.batch;
+    return std::find(c.zeroSteps.begin(), c.zeroSteps.end(), t) !=
+               c.zeroSteps.end() &&
+           (c.zeroBatch < 0 || c.zeroBatch == b);
+  };
+  const double h = 1e-4;
+  std::string line;
+  double worst = 0;
+  // theta: x, then each weight, in the order of kGradientNames.
+  std::vector<double> *thetas[] = {&p.x,         &p.params.wQ,    &p.params.wK,
+                                   &p.params.wV, &p.params.wBeta, &p.params.wO,
+                                   &p.params.bO};
+  for (size_t g = 0; g < 7; ++g) {
+    std::vector<double> &theta = *thetas[g];
+    std::vector<double> fd(theta.size(), 0.0), analytic = grads[g];
+    for (size_t i = 0; i < theta.size(); ++i) {
+      if (g == 0 && inZeroRow(i)) {
+        analytic[i] = 0.0;
+        continue;
+      }
+      double saved = theta[i];
+      auto at = [&](double offset) {
+        theta[i] = saved + offset;
+        return loss(p.x, p.params);
+      };
+      // The five-point stencil: truncation error O(h^4).
+      fd[i] = (8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12 * h);
+      theta[i] = saved;
+    }
+    if (c.rule == Rule::Sum && g == 4) {
+      // The sum rule ignores w_beta: no difference, and a zero gradient.
+      EXPECT_EQ(fd, std::vector<double>(fd.size(), 0.0));
+      EXPECT_EQ(analytic, fd);
+      continue;
+    }
+    double err = relativeError(analytic, fd);
+    EXPECT_LE(err, bound) << kGradientNames[g];
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " %s %.2g", kGradientNames[g], err);
+    line += buf;
+    worst = std::max(worst, err);
+  }
+  std::printf("[ fd       ] %s:%s\n", c.name().c_str(), line.c_str());
+  ::testing::Test::RecordProperty("max_relative_error", std::to_string(worst));
+}
+
+constexpr double kFiniteDifferenceBound = 1e-6;
+
+TEST(CpuBackwardTest, FiniteDifferencesDeltaRule) {
+  // Three chunks, the last one partial; every DPFP order.
+  checkFiniteDifferences({Rule::Delta, 2, 3, 2, 2, 5, 2},
+                         kFiniteDifferenceBound);
+  checkFiniteDifferences({Rule::Delta, 1, 3, 3, 4, 6, 1},
+                         kFiniteDifferenceBound);
+  checkFiniteDifferences({Rule::Delta, 2, 4, 1, 3, 7, 2, {2, 3}, 1},
+                         kFiniteDifferenceBound);
+}
+
+TEST(CpuBackwardTest, FiniteDifferencesSumRule) {
+  checkFiniteDifferences({Rule::Sum, 2, 3, 2, 2, 5, 2}, kFiniteDifferenceBound);
+  checkFiniteDifferences({Rule::Sum, 1, 4, 1, 4, 1, 2}, kFiniteDifferenceBound);
+  checkFiniteDifferences({Rule::Sum, 2, 3, 3, 3, 7, 1, {0, 6}},
+                         kFiniteDifferenceBound);
+}
+
+//===----------------------------------------------------------------------===//
+// backward() itself
+//===----------------------------------------------------------------------===//
+
+Case smallCase() { return {Rule::Delta, 2, 4, 2, 8, 11, 2, {4}}; }
+
+TEST(CpuBackwardTest, LeavesInputsAlone) {
+  Case c = smallCase();
+  auto kernel = fwp::jit::compile(c.desc(DType::F64));
+  Problem p = makeProblem(c, DType::F64, 7);
+  Problem copy = p;
+  runBackward(*kernel, p, p.dy);
+  EXPECT_EQ(p.x, copy.x);
+  EXPECT_EQ(p.dy, copy.dy);
+  EXPECT_EQ(p.params.wQ, copy.params.wQ);
+  EXPECT_EQ(p.params.wK, copy.params.wK);
+  EXPECT_EQ(p.params.wV, copy.params.wV);
+  EXPECT_EQ(p.params.wBeta, copy.params.wBeta);
+  EXPECT_EQ(p.params.wO, copy.params.wO);
+  EXPECT_EQ(p.params.bO, copy.params.bO);
+}
+
+TEST(CpuBackwardTest, ConcurrentCallsAgree) {
+  Case c = smallCase();
+  auto kernel = fwp::jit::compile(c.desc(DType::F32));
+  Problem p = makeProblem(c, DType::F32, 8);
+  auto expected = runBackward(*kernel, p, p.dy);
+  std::vector<std::vector<std::vector<double>>> results(8);
+  std::vector<std::thread> threads;
+  for (auto &r : results)
+    threads.emplace_back([&] { r = runBackward(*kernel, p, p.dy); });
+  for (std::thread &t : threads)
+    t.join();
+  for (const auto &r : results)
+    EXPECT_EQ(r, expected);
+}
+
+TEST(CpuBackwardTest, EmptySequenceOrBatchGivesZeroWeightGradients) {
+  Case c = smallCase();
+  auto kernel = fwp::jit::compile(c.desc(DType::F32));
+  int64_t dm = c.heads * c.dHead;
+  std::vector<float> dwq(dm * dm, -7), dwk(dm * dm, -7), dwv(dm * dm, -7),
+      dwb(c.heads * dm, -7), dwo(dm * dm, -7), dbo(dm, -7);
+  auto allZero = [](const std::vector<float> &v) {
+    return std::all_of(v.begin(), v.end(), [](float e) { return e == 0; });
+  };
+  // Nothing is read: the inputs, dy and dx may be null.
+  const float *none = nullptr;
+  for (auto [seqLen, batch] : {std::pair<int64_t, int64_t>{0, 3}, {5, 0}}) {
+    kernel->backward(seqLen, batch, none, none, none, none, none, none, none,
+                     none, nullptr, dwq.data(), dwk.data(), dwv.data(),
+                     dwb.data(), dwo.data(), dbo.data());
+    for (const auto *g : {&dwq, &dwk, &dwv, &dwb, &dwo, &dbo})
+      EXPECT_TRUE(allZero(*g));
+    std::fill(dwq.begin(), dwq.end(), -7.0f);
+  }
+}
+
+TEST(CpuBackwardTest, RefusesBadArguments) {
+  auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
+  std::vector<float> in(1024), out(1024);
+  const float *b = in.data();
+  float *o = out.data();
+  auto message = [&](auto &&call) {
+    try {
+      call();
+    } catch (const std::invalid_argument &e) {
+      return std::string(e.what());
+    }
+    return std::string("(no exception)");
+  };
+  EXPECT_EQ(message([&] {
+              kernel->backward(1, -2, b, b, b, b, b, b, b, b, o, o, o, o, o, o,
+                               o);
+            }),
+            "backward: seqLen and batch must be >= 0, got seqLen = 1, batch "
+            "= -2");
+  EXPECT_EQ(message([&] {
+              kernel->backward(1, 1, b, b, b, b, b, b, b, nullptr, o, o, o, o,
+                               o, o, o);
+            }),
+            "backward: buffer dy is null");
+  EXPECT_EQ(message([&] {
+              kernel->backward(0, 1, b, b, b, b, b, b, b, b, o, o, o, o,
+                               nullptr, o, o);
+            }),
+            "backward: buffer dwBeta is null");
+  EXPECT_NE(message([&] {
+              kernel->backward(INT64_MAX / 2, 4, b, b, b, b, b, b, b, b, o, o,
+                               o, o, o, o, o);
+            }).find("overflows"),
+            std::string::npos);
+  std::vector<double> d(1024);
+  double *dd = d.data();
+  EXPECT_EQ(message([&] {
+              kernel->backward(1, 1, dd, dd, dd, dd, dd, dd, dd, dd, dd, dd, dd,
+                               dd, dd, dd, dd);
+            }),
+            "backward: called with double buffers, but the kernel was "
+            "compiled for float (f32)");
+}
+
+} // namespace

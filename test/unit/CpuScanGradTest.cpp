@@ -1,0 +1,415 @@
+//===- CpuScanGradTest.cpp - Compiled fwp.scan(_grad) vs the reference ----===//
+//
+// One fwp.scan and one fwp.scan_grad, JIT-compiled alone through fwp-to-cpu
+// (lib/JIT/ScanKernelForTesting.h), against fwp::ref::scan and
+// fwp::ref::scanBackward in float64. This checks the chunked kernels of
+// lib/Transforms/ScanForward.cpp and ScanBackward.cpp directly, without the
+// projections and the output layer of the module around them.
+//
+// Relative error, per output: max_i |g_i - gref_i| / max_i |gref_i|. Bounds:
+// 1e-10 in float64, 1e-5 in float32. The float64 dq and dk of small d
+// (d_in = 2) reach 1e-11: their gradients nearly cancel, and the reference
+// forms DPFP's backward as a difference of nearly equal terms.
+//
+// With DPFP fused into the scans, the kernels get raw q and k and the
+// reference gets dpfp(q), dpfp(k); the reference's feature gradients are
+// taken back through fwp::ref::dpfpBackward. Unfused, both get the same
+// DPFP features (realistic keys: non-negative, summing to at most 1).
+//
+// Cases sharing a compiled scan (rule, DPFP, sizes, chunk, optional
+// operands) sit together: T, B and H are dynamic, so one compilation serves
+// every sequence length, batch and head count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ScanKernelForTesting.h"
+
+#include "fwp/Reference/Reference.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using fwp::jit::DType;
+using fwp::jit::Rule;
+using fwp::jit::testing::CompiledScan;
+using fwp::jit::testing::ScanKernelDesc;
+
+namespace {
+
+/// Deterministic values in [-scale, scale).
+class Lcg {
+public:
+  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
+  double next(double scale) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+
+private:
+  uint64_t state;
+};
+
+std::vector<double> randomValues(size_t n, uint64_t seed, double scale) {
+  Lcg rng(seed);
+  std::vector<double> v(n);
+  for (double &e : v)
+    e = rng.next(scale);
+  return v;
+}
+
+/// Sizes of one run of a compiled scan. zeroSteps are steps whose keys are
+/// all zero in every (batch, head) row, or only in row (zeroBatch,
+/// zeroHead) if zeroBatch >= 0; a zero key writes nothing.
+struct Run {
+  int64_t seqLen, batch, heads;
+  std::vector<int64_t> zeroSteps = {};
+  int64_t zeroBatch = -1, zeroHead = 0;
+  /// Gives every raw q and k row alternating signs, + - + - ...: with
+  /// nu = 1, DPFP then has a single nonzero product, x[0] x[2d-1].
+  bool singleProduct = false;
+
+  std::string name() const {
+    std::string s = "T=" + std::to_string(seqLen) +
+                    " B=" + std::to_string(batch) +
+                    " H=" + std::to_string(heads);
+    if (!zeroSteps.empty())
+      s += " zero-key-steps=" + std::to_string(zeroSteps.size());
+    if (singleProduct)
+      s += " single-product";
+    return s;
+  }
+};
+
+std::string describe(const ScanKernelDesc &d) {
+  std::string s = d.rule == Rule::Delta ? "delta" : "sum";
+  s += d.nu > 0 ? " dpfp nu=" + std::to_string(d.nu) : " features";
+  s += " d_in=" + std::to_string(d.dInput) +
+       " d_v=" + std::to_string(d.dValue) + " C=" + std::to_string(d.chunkSize);
+  if (d.initial)
+    s += " initial";
+  if (d.dFinalState)
+    s += " d_final";
+  return s;
+}
+
+double relativeError(const std::vector<double> &got,
+                     const std::vector<double> &ref) {
+  EXPECT_EQ(got.size(), ref.size());
+  double maxDiff = 0, maxRef = 0;
+  for (size_t i = 0; i < got.size() && i < ref.size(); ++i) {
+    if (std::isnan(got[i]))
+      return INFINITY;
+    maxDiff = std::max(maxDiff, std::abs(got[i] - ref[i]));
+    maxRef = std::max(maxRef, std::abs(ref[i]));
+  }
+  return maxRef > 0 ? maxDiff / maxRef : maxDiff;
+}
+
+/// Everything one run reads, and the reference's answers.
+struct Problem {
+  fwp::ref::ScanShape shape;
+  // What the kernel reads: q, k raw (fused DPFP) or features.
+  std::vector<double> q, k, v, beta, initial, dy, dFinal;
+  fwp::ref::ScanOutputs ref;
+  fwp::ref::ScanGradients refGrad; // q, k with respect to what the kernel read
+};
+
+/// Applies `f` to every [*, width] row of `in`, giving [*, outWidth] rows.
+template <typename F>
+std::vector<double> mapRows(const std::vector<double> &in, size_t width,
+                            size_t outWidth, F f) {
+  std::vector<double> out;
+  out.reserve(in.size() / width * outWidth);
+  for (size_t r = 0; r < in.size() / width; ++r) {
+    std::vector<double> row(in.begin() + r * width,
+                            in.begin() + (r + 1) * width);
+    std::vector<double> mapped = f(r, row);
+    EXPECT_EQ(mapped.size(), outWidth);
+    out.insert(out.end(), mapped.begin(), mapped.end());
+  }
+  return out;
+}
+
+Problem makeProblem(const ScanKernelDesc &d, const Run &run, uint64_t seed) {
+  Problem p;
+  fwp::ref::Rule rule =
+      d.rule == Rule::Delta ? fwp::ref::Rule::Delta : fwp::ref::Rule::Sum;
+  size_t rows = run.seqLen * run.batch * run.heads;
+  // Raw vectors: of the kernel's width when fused, of a width that gives
+  // features of dInput values (dInput = 2 * raw * nu) when not.
+  int64_t rawNu = d.nu > 0 ? d.nu : 1;
+  int64_t raw = d.nu > 0 ? d.dInput : d.dInput / 2;
+  EXPECT_EQ(d.nu > 0 || d.dInput % 2 == 0, true);
+  std::vector<double> rawQ = randomValues(rows * raw, seed, 1.0);
+  std::vector<double> rawK = randomValues(rows * raw, seed + 1, 1.0);
+  for (int64_t t : run.zeroSteps)
+    for (int64_t b = 0; b < run.batch; ++b)
+      for (int64_t h = 0; h < run.heads; ++h)
+        if (run.zeroBatch < 0 || (run.zeroBatch == b && run.zeroHead == h))
+          std::fill_n(rawK.begin() +
+                          ((t * run.batch + b) * run.heads + h) * raw,
+                      raw, 0.0);
+  if (run.singleProduct)
+    for (std::vector<double> *rawRows : {&rawQ, &rawK})
+      for (size_t i = 0; i < rawRows->size(); ++i)
+        (*rawRows)[i] = (i % raw) % 2 == 0 ? std::abs((*rawRows)[i])
+                                           : -std::abs((*rawRows)[i]);
+  int64_t dFeature = 2 * raw * rawNu;
+  auto features = [&](size_t, const std::vector<double> &row) {
+    return fwp::ref::dpfp(row, rawNu, d.eps);
+  };
+  std::vector<double> qf = mapRows(rawQ, raw, dFeature, features);
+  std::vector<double> kf = mapRows(rawK, raw, dFeature, features);
+  p.q = d.nu > 0 ? rawQ : qf;
+  p.k = d.nu > 0 ? rawK : kf;
+
+  p.shape = {run.seqLen, run.batch, run.heads, dFeature, d.dValue};
+  p.v = randomValues(rows * d.dValue, seed + 2, 1.0);
+  if (d.rule == Rule::Delta) {
+    p.beta = randomValues(rows, seed + 3, 3.0);
+    for (double &b : p.beta)
+      b = 1.0 / (1.0 + std::exp(-b));
+  }
+  size_t states = run.batch * run.heads * d.dValue * dFeature;
+  if (d.initial)
+    p.initial = randomValues(states, seed + 4, 1.0);
+  p.dy = randomValues(rows * d.dValue, seed + 5, 1.0);
+  if (d.dFinalState)
+    p.dFinal = randomValues(states, seed + 6, 1.0);
+
+  fwp::ref::ScanInputs in{qf, kf, p.v, p.beta, p.initial};
+  p.ref = fwp::ref::scan(rule, p.shape, in);
+  p.refGrad = fwp::ref::scanBackward(rule, p.shape, in, p.dy, p.dFinal);
+  if (p.refGrad.initialState.empty())
+    p.refGrad.initialState.assign(states, 0.0);
+  if (d.nu > 0) {
+    auto back = [&](const std::vector<double> &rawRows,
+                    const std::vector<double> &featureGrad) {
+      return mapRows(
+          rawRows, raw, raw, [&](size_t r, const std::vector<double> &row) {
+            std::vector<double> g(featureGrad.begin() + r * dFeature,
+                                  featureGrad.begin() + (r + 1) * dFeature);
+            return fwp::ref::dpfpBackward(row, g, d.nu, d.eps);
+          });
+    };
+    p.refGrad.q = back(rawQ, p.refGrad.q);
+    p.refGrad.k = back(rawK, p.refGrad.k);
+  }
+  return p;
+}
+
+/// Runs `kernel` on `p` in T and returns every output as doubles, in the
+/// order y, final state, dq, dk, dv, dbeta (delta only), d_initial.
+template <typename T>
+std::vector<std::vector<double>> runKernel(const CompiledScan &kernel,
+                                           const ScanKernelDesc &d,
+                                           const Run &run, const Problem &p) {
+  auto cast = [](const std::vector<double> &v) {
+    return std::vector<T>(v.begin(), v.end());
+  };
+  auto data = [](std::vector<T> &v) { return v.empty() ? nullptr : v.data(); };
+  // Outputs start at a value that must be overwritten.
+  auto output = [](size_t n) { return std::vector<T>(n, T(-7)); };
+  size_t rows = run.seqLen * run.batch * run.heads;
+  size_t states = run.batch * run.heads * d.dValue * p.shape.dFeature;
+  std::vector<T> q = cast(p.q), k = cast(p.k), v = cast(p.v),
+                 beta = cast(p.beta), initial = cast(p.initial),
+                 dy = cast(p.dy), dFinal = cast(p.dFinal);
+  std::vector<T> y = output(rows * d.dValue), finalState = output(states);
+  kernel.forward(run.seqLen, run.batch, run.heads, q.data(), k.data(), v.data(),
+                 data(beta), data(initial), y.data(), finalState.data());
+  std::vector<T> dq = output(q.size()), dk = output(k.size()),
+                 dv = output(v.size()), dbeta = output(beta.size()),
+                 dInitial = output(states);
+  kernel.backward(run.seqLen, run.batch, run.heads, q.data(), k.data(),
+                  v.data(), data(beta), data(initial), dy.data(), data(dFinal),
+                  dq.data(), dk.data(), dv.data(), data(dbeta),
+                  dInitial.data());
+  std::vector<std::vector<double>> out;
+  for (const std::vector<T> *o : {&y, &finalState, &dq, &dk, &dv})
+    out.emplace_back(o->begin(), o->end());
+  if (d.rule == Rule::Delta)
+    out.emplace_back(dbeta.begin(), dbeta.end());
+  out.emplace_back(dInitial.begin(), dInitial.end());
+  return out;
+}
+
+/// Compiles `d` once and checks every run; prints each error.
+void checkRuns(const ScanKernelDesc &d, const std::vector<Run> &runs,
+               double bound) {
+  SCOPED_TRACE(describe(d));
+  std::unique_ptr<CompiledScan> kernel = fwp::jit::testing::compileScan(d);
+  std::printf("[ compile  ] %s: %.3f s\n", describe(d).c_str(),
+              kernel->compileSeconds);
+  double worst = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run &run = runs[i];
+    SCOPED_TRACE(run.name());
+    Problem p = makeProblem(d, run, 1000 + 17 * i);
+    std::vector<std::vector<double>> got =
+        d.dtype == DType::F32 ? runKernel<float>(*kernel, d, run, p)
+                              : runKernel<double>(*kernel, d, run, p);
+    std::vector<std::pair<const char *, const std::vector<double> *>> refs = {
+        {"y", &p.ref.y},
+        {"final_state", &p.ref.finalState},
+        {"dq", &p.refGrad.q},
+        {"dk", &p.refGrad.k},
+        {"dv", &p.refGrad.v}};
+    if (d.rule == Rule::Delta)
+      refs.push_back({"dbeta", &p.refGrad.beta});
+    refs.push_back({"d_initial", &p.refGrad.initialState});
+    std::string line;
+    for (size_t o = 0; o < refs.size(); ++o) {
+      double err = relativeError(got[o], *refs[o].second);
+      EXPECT_LE(err, bound) << refs[o].first;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s %.2g", refs[o].first, err);
+      line += buf;
+      worst = std::max(worst, err);
+    }
+    std::printf("[ relerr   ] %s %s:%s\n", describe(d).c_str(),
+                run.name().c_str(), line.c_str());
+  }
+  ::testing::Test::RecordProperty("max_relative_error", std::to_string(worst));
+}
+
+ScanKernelDesc desc(Rule rule, int64_t nu, int64_t dInput, int64_t dValue,
+                    int64_t chunk, bool initial, bool dFinal) {
+  ScanKernelDesc d;
+  d.rule = rule;
+  d.nu = nu;
+  d.dInput = dInput;
+  d.dValue = dValue;
+  d.chunkSize = chunk;
+  d.initial = initial;
+  d.dFinalState = dFinal;
+  return d;
+}
+
+constexpr double kF64Bound = 1e-10;
+
+// C = 4: T = 1, T < C, T = C, T not a multiple of C (11), several chunks.
+const std::vector<Run> kLengths = {
+    {1, 1, 1}, {3, 2, 1}, {4, 1, 2}, {11, 2, 3}, {19, 3, 2}};
+
+// Zero keys at the start, on chunk boundaries, inside chunks, at the end;
+// in every row or in one (batch, head) only.
+const std::vector<Run> kZeroKeys = {{11, 2, 2, {0, 3, 4, 5, 10}},
+                                    {11, 2, 3, {1, 2, 7}, 1, 2},
+                                    {3, 1, 1, {0, 1, 2}}};
+
+std::vector<Run> allRuns() {
+  std::vector<Run> runs = kLengths;
+  runs.insert(runs.end(), kZeroKeys.begin(), kZeroKeys.end());
+  return runs;
+}
+
+//===----------------------------------------------------------------------===//
+// Delta rule
+//===----------------------------------------------------------------------===//
+
+TEST(CpuScanGradTest, DeltaDpfpNu1) {
+  checkRuns(desc(Rule::Delta, 1, 4, 3, 4, false, false), allRuns(), kF64Bound);
+}
+
+TEST(CpuScanGradTest, DeltaDpfpNu2InitialAndFinal) {
+  checkRuns(desc(Rule::Delta, 2, 3, 5, 4, true, true), allRuns(), kF64Bound);
+}
+
+TEST(CpuScanGradTest, DeltaDpfpNu3Initial) {
+  checkRuns(desc(Rule::Delta, 3, 3, 2, 4, true, false), kLengths, kF64Bound);
+}
+
+TEST(CpuScanGradTest, DeltaDpfpNu2FinalOnly) {
+  checkRuns(desc(Rule::Delta, 2, 2, 3, 4, false, true), kLengths, kF64Bound);
+}
+
+TEST(CpuScanGradTest, DeltaFeatures) {
+  checkRuns(desc(Rule::Delta, 0, 8, 3, 4, false, false), allRuns(), kF64Bound);
+}
+
+TEST(CpuScanGradTest, DeltaFeaturesInitialAndFinal) {
+  checkRuns(desc(Rule::Delta, 0, 6, 4, 4, true, true), allRuns(), kF64Bound);
+}
+
+// One step per chunk, and one chunk longer than every sequence.
+TEST(CpuScanGradTest, DeltaChunkSizes) {
+  checkRuns(desc(Rule::Delta, 2, 2, 3, 1, true, true), kLengths, kF64Bound);
+  checkRuns(desc(Rule::Delta, 1, 3, 2, 64, true, true), kLengths, kF64Bound);
+}
+
+// Values wider than the features, chunks narrower than both; and a wide
+// head over many chunks.
+TEST(CpuScanGradTest, DeltaShapes) {
+  checkRuns(desc(Rule::Delta, 0, 4, 7, 3, true, true), kLengths, kF64Bound);
+  checkRuns(desc(Rule::Delta, 1, 16, 16, 8, true, true),
+            {{35, 2, 2}, {8, 1, 1}, {13, 1, 3, {0, 8, 9}}}, kF64Bound);
+}
+
+//===----------------------------------------------------------------------===//
+// Sum rule
+//===----------------------------------------------------------------------===//
+
+TEST(CpuScanGradTest, SumDpfpNu1) {
+  checkRuns(desc(Rule::Sum, 1, 4, 3, 4, false, false), allRuns(), kF64Bound);
+}
+
+TEST(CpuScanGradTest, SumDpfpNu2InitialAndFinal) {
+  checkRuns(desc(Rule::Sum, 2, 3, 5, 4, true, true), allRuns(), kF64Bound);
+}
+
+TEST(CpuScanGradTest, SumDpfpNu3Final) {
+  checkRuns(desc(Rule::Sum, 3, 3, 2, 4, false, true), kLengths, kF64Bound);
+}
+
+TEST(CpuScanGradTest, SumFeatures) {
+  checkRuns(desc(Rule::Sum, 0, 8, 3, 4, true, false), allRuns(), kF64Bound);
+}
+
+TEST(CpuScanGradTest, SumChunkSizes) {
+  checkRuns(desc(Rule::Sum, 1, 3, 2, 1, true, true), kLengths, kF64Bound);
+  checkRuns(desc(Rule::Sum, 0, 4, 2, 64, true, true), kLengths, kF64Bound);
+}
+
+TEST(CpuScanGradTest, SumShapes) {
+  checkRuns(desc(Rule::Sum, 0, 4, 7, 3, true, true), kLengths, kF64Bound);
+  checkRuns(desc(Rule::Sum, 1, 16, 16, 8, false, true),
+            {{35, 2, 2}, {8, 1, 1}, {13, 1, 3, {0, 8, 9}}}, kF64Bound);
+}
+
+//===----------------------------------------------------------------------===//
+// Float32
+//===----------------------------------------------------------------------===//
+
+// DPFP's backward where a single product is nonzero: dL/dphi' then is
+// g eps / s^2, which must not be formed as the difference of two terms that
+// agree to all but log10(s / eps) digits (float32 kernels were off by up to
+// 1e-2). The kernels read the same raw q and k as the reference, so nothing
+// else limits the accuracy.
+TEST(CpuScanGradTest, Float32SingleProducts) {
+  for (Rule rule : {Rule::Delta, Rule::Sum}) {
+    ScanKernelDesc d = desc(rule, 1, 4, 4, 4, false, false);
+    d.dtype = DType::F32;
+    checkRuns(d,
+              {{1, 1, 1, {}, -1, 0, true},
+               {11, 3, 4, {}, -1, 0, true},
+               {19, 2, 3, {4, 8}, -1, 0, true},
+               {11, 3, 4}},
+              1e-5);
+  }
+}
+
+TEST(CpuScanGradTest, Float32) {
+  for (Rule rule : {Rule::Delta, Rule::Sum}) {
+    ScanKernelDesc d = desc(rule, 2, 4, 4, 4, true, true);
+    d.dtype = DType::F32;
+    checkRuns(d, {{11, 2, 2, {5}}, {19, 1, 3}}, 1e-5);
+  }
+}
+
+} // namespace
