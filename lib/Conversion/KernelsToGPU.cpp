@@ -80,9 +80,17 @@ LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
   SmallVector<Value> grid = forall.getUpperBound(b);
   grid.resize(3, one);
   Value threads = arith::ConstantIndexOp::create(b, blockSize);
-  auto launch =
-      gpu::LaunchOp::create(b, grid[0], grid[1], grid[2], threads, one, one);
-  launch->setAttr("fwp.kernel", forall->getAttr("fwp.kernel"));
+  // Outlining names the kernel (and its module) after the fwp.kernel tag,
+  // so that PTX, plans and profiles say which kernel is which.
+  auto name = forall->getAttrOfType<StringAttr>("fwp.kernel");
+  auto symbol = FlatSymbolRefAttr::get(b.getContext(), name.getValue());
+  auto launch = gpu::LaunchOp::create(
+      b, grid[0], grid[1], grid[2], threads, one, one,
+      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/{}, /*workgroupAttributions=*/{},
+      /*privateAttributions=*/{}, /*clusterSizeX=*/nullptr,
+      /*clusterSizeY=*/nullptr, /*clusterSizeZ=*/nullptr, symbol, symbol);
+  launch->setAttr("fwp.kernel", name);
 
   Block &body = launch.getBody().front();
   gpu::KernelDim3 blockIds = launch.getBlockIds();

@@ -1,6 +1,7 @@
 //===- CpuCompiler.cpp - Host modules: build, lower, JIT-compile ----------===//
 
 #include "CpuCompiler.h"
+#include "CompileSupport.h"
 
 #include "fwp/Dialect/FwpDialect.h"
 #include "fwp/Pipelines/Pipelines.h"
@@ -33,63 +34,6 @@ void initializeLlvmOnce() {
     llvm::InitializeNativeTargetAsmPrinter();
   });
 }
-
-/// Collects every diagnostic emitted on a context while alive, so that a
-/// failure can be reported with the MLIR messages instead of printing them
-/// to stderr.
-class DiagnosticCollector {
-public:
-  explicit DiagnosticCollector(MLIRContext &ctx)
-      : handler(&ctx, [this](Diagnostic &diag) {
-          append(diag);
-          return success();
-        }) {}
-
-  const std::string &text() const { return messages; }
-
-private:
-  void append(Diagnostic &diag) {
-    llvm::raw_string_ostream os(messages);
-    if (!messages.empty())
-      os << "\n";
-    os << diag.getLocation() << ": " << severity(diag.getSeverity()) << ": "
-       << diag;
-    for (Diagnostic &note : diag.getNotes())
-      os << "\n" << note.getLocation() << ": note: " << note;
-  }
-
-  static const char *severity(DiagnosticSeverity s) {
-    switch (s) {
-    case DiagnosticSeverity::Error:
-      return "error";
-    case DiagnosticSeverity::Warning:
-      return "warning";
-    case DiagnosticSeverity::Note:
-      return "note";
-    case DiagnosticSeverity::Remark:
-      return "remark";
-    }
-    return "diagnostic";
-  }
-
-  std::string messages;
-  ScopedDiagnosticHandler handler;
-};
-
-/// Reports a failed stage of one compilation.
-class Failure {
-public:
-  explicit Failure(const std::string &what) : what(what) {}
-
-  [[noreturn]] void operator()(const std::string &stage,
-                               const std::string &details) const {
-    throw std::runtime_error("compiling " + what + " failed in " + stage +
-                             ":\n" + details);
-  }
-
-private:
-  std::string what;
-};
 
 void lower(ModuleOp module, int64_t chunkSize,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
@@ -168,20 +112,10 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
                            ArrayRef<std::string> functions) {
   initializeLlvmOnce();
   Failure fail(what);
-  DialectRegistry registry;
-  registry.insert<fwp::FwpDialect>();
-  registerPipelineDependencies(registry);
-  // A context per compilation: independent compilations never share one.
-  // Its thread pool would only add threads: the functions are few and small.
-  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
-  ctx.loadDialect<fwp::FwpDialect, func::FuncDialect,
-                  bufferization::BufferizationDialect>();
-  DiagnosticCollector diagnostics(ctx);
-
-  OwningOpRef<ModuleOp> module =
-      ModuleOp::create(NameLoc::get(StringAttr::get(&ctx, "fwp-jit")));
+  CompileContext compile;
+  OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, diagnostics, fail);
+  lower(*module, chunkSize, compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);
   // Looking the entry points up generates the machine code now.

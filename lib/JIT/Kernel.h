@@ -10,7 +10,9 @@
 
 #include "fwp/JIT/JIT.h"
 
+#include <map>
 #include <memory>
+#include <string>
 
 namespace fwp::jit {
 
@@ -38,6 +40,8 @@ struct CompiledAttention::Impl {
   virtual ~Impl() = default;
   virtual void forward(const ForwardArgs &args) const = 0;
   virtual void backward(const BackwardArgs &args) const = 0;
+  /// What the GPU runs; empty for the host.
+  virtual CompiledAttention::DeviceCode deviceCode() const { return {}; }
 
   KernelDesc desc;
   double compileSeconds = 0;
@@ -47,6 +51,11 @@ struct CompiledAttention::Impl {
 /// lowers it with fwp-to-cpu and JIT-compiles it. Throws std::runtime_error
 /// with the diagnostics on failure.
 std::unique_ptr<CompiledAttention::Impl> compileCpu(const KernelDesc &desc);
+
+/// Builds the same module for a Backend::Cuda description, lowers it with
+/// fwp-to-ptx and exports a launch plan per entry point. Needs no GPU; the
+/// kernel loads its PTX on the first call.
+std::unique_ptr<CompiledAttention::Impl> compileCuda(const KernelDesc &desc);
 
 } // namespace fwp::jit
 

@@ -120,8 +120,8 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   binary.compilationTarget = "isa";
   binary.toolkitPath = options.toolkit;
   pm.addPass(createGpuModuleToBinaryPass(binary));
-  // The host side in plain arith, the vocabulary of launch plans.
-  pm.addPass(createLowerAffinePass());
+  // Launch plans take the host side as it is: index arithmetic in arith and
+  // affine maps (lower-affine would turn ceildiv into compare-and-select).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

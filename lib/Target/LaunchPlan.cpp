@@ -9,6 +9,7 @@
 
 #include "fwp/Target/LaunchPlan.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -61,6 +62,20 @@ private:
               arith::CeilDivSIOp, arith::FloorDivSIOp, arith::MinSIOp,
               arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp>(
             [&](Operation *binary) { return writeBinary(binary); })
+        .Case([&](arith::CmpIOp cmp) {
+          // Kept for the select that uses it (a min or a max).
+          comparisons[cmp.getResult()] = cmp;
+          return success();
+        })
+        .Case([&](arith::SelectOp select) { return writeSelect(select); })
+        .Case([&](affine::AffineApplyOp apply) {
+          return defineValue(apply.getResult(),
+                             affineExpr(apply.getAffineMap().getResult(0),
+                                        apply.getMapOperands(),
+                                        apply.getAffineMap().getNumDims()));
+        })
+        .Case<affine::AffineMinOp, affine::AffineMaxOp>(
+            [&](Operation *minMax) { return writeAffineMinMax(minMax); })
         .Case([&](memref::DimOp dim) { return writeDim(dim); })
         .Case([&](memref::AllocOp alloc) { return writeAlloc(alloc); })
         .Case<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
@@ -120,6 +135,81 @@ private:
     return defineValue(op->getResult(0), "(" + name.str() + " " +
                                              expr(op->getOperand(0)) + " " +
                                              expr(op->getOperand(1)) + ")");
+  }
+
+  /// select(cmpi(p, a, b), a, b) is a min or a max (affine.min and max
+  /// lower to it); other selects have no plan form.
+  LogicalResult writeSelect(arith::SelectOp select) {
+    arith::CmpIOp cmp = comparisons.lookup(select.getCondition());
+    if (!cmp)
+      return select.emitError("launch plans support select only as a min "
+                              "or a max of two index values");
+    using P = arith::CmpIPredicate;
+    P pred = cmp.getPredicate();
+    bool less =
+        pred == P::slt || pred == P::sle || pred == P::ult || pred == P::ule;
+    bool greater =
+        pred == P::sgt || pred == P::sge || pred == P::ugt || pred == P::uge;
+    bool isUnsigned =
+        pred == P::ult || pred == P::ule || pred == P::ugt || pred == P::uge;
+    bool same = select.getTrueValue() == cmp.getLhs() &&
+                select.getFalseValue() == cmp.getRhs();
+    bool swapped = select.getTrueValue() == cmp.getRhs() &&
+                   select.getFalseValue() == cmp.getLhs();
+    if ((!less && !greater) || (!same && !swapped))
+      return select.emitError("launch plans support select only as a min "
+                              "or a max of two index values");
+    bool isMin = less == same;
+    std::string op =
+        std::string(isMin ? "min" : "max") + (isUnsigned ? "u" : "s");
+    return defineValue(select.getResult(), "(" + op + " " + expr(cmp.getLhs()) +
+                                               " " + expr(cmp.getRhs()) + ")");
+  }
+
+  /// An affine expression over `operands` (dims first, then symbols) in
+  /// plan arithmetic. Divisors and moduli of affine maps are positive
+  /// constants, so floordiv and ceildiv carry over and mod is a - (a
+  /// floordiv b) * b.
+  std::string affineExpr(AffineExpr e, ValueRange operands, unsigned numDims) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      return std::to_string(c.getValue());
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      return expr(operands[d.getPosition()]);
+    if (auto s = dyn_cast<AffineSymbolExpr>(e))
+      return expr(operands[numDims + s.getPosition()]);
+    auto binary = cast<AffineBinaryOpExpr>(e);
+    std::string lhs = affineExpr(binary.getLHS(), operands, numDims);
+    std::string rhs = affineExpr(binary.getRHS(), operands, numDims);
+    switch (e.getKind()) {
+    case AffineExprKind::Add:
+      return "(add " + lhs + " " + rhs + ")";
+    case AffineExprKind::Mul:
+      return "(mul " + lhs + " " + rhs + ")";
+    case AffineExprKind::FloorDiv:
+      return "(floordiv " + lhs + " " + rhs + ")";
+    case AffineExprKind::CeilDiv:
+      return "(ceildiv " + lhs + " " + rhs + ")";
+    case AffineExprKind::Mod:
+      return "(sub " + lhs + " (mul (floordiv " + lhs + " " + rhs + ") " + rhs +
+             "))";
+    default:
+      llvm_unreachable("not a binary affine expression");
+    }
+  }
+
+  LogicalResult writeAffineMinMax(Operation *op) {
+    bool isMin = isa<affine::AffineMinOp>(op);
+    AffineMap map = isMin ? cast<affine::AffineMinOp>(op).getAffineMap()
+                          : cast<affine::AffineMaxOp>(op).getAffineMap();
+    ValueRange operands = op->getOperands();
+    std::string result;
+    for (AffineExpr e : map.getResults()) {
+      std::string term = affineExpr(e, operands, map.getNumDims());
+      result = result.empty() ? term
+                              : "(" + std::string(isMin ? "mins " : "maxs ") +
+                                    result + " " + term + ")";
+    }
+    return defineValue(op->getResult(0), result);
   }
 
   LogicalResult writeDim(memref::DimOp dim) {
@@ -272,6 +362,7 @@ private:
 
   llvm::raw_string_ostream &os;
   llvm::DenseMap<Value, std::string> names;
+  llvm::DenseMap<Value, arith::CmpIOp> comparisons;
   unsigned counter = 0;
 };
 

@@ -26,6 +26,12 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
     auto [t0, len] = chunkSpan(ids[2], seqLen);
     emitChunkGrad(ids[0], ids[1], ids[2], t0, len);
   });
+  // A kernel of its own: DPFP's backward is register-hungry, and alone it
+  // leaves the chunk gradients' kernel small enough not to spill.
+  e.kernel("scan_input_grad", {batch, heads, chunks}, [&](ValueRange ids) {
+    auto [t0, len] = chunkSpan(ids[2], seqLen);
+    emitInputGrads(ids[0], ids[1], t0, len);
+  });
 }
 
 void ScanKernels::emitStateGradInit(Value b, Value h) {
@@ -145,7 +151,6 @@ void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
                                   : e.load(buf.du, {b, h, t, ri[1]});
     e.store(grad, buf.dv, {t, b, h, ri[1]});
   });
-  emitInputGrads(b, h, t0, len);
 }
 
 /// The delta rule's path through U = U~ - W~ S^T and the WY factors:
@@ -229,56 +234,78 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
   });
 }
 
-/// dL/dk[n] of the raw row src[t, b, h, :] given grad = dL/dphi'(k) in
-/// grad[b, h, t, :] (docs/delta-rule-math.md, section 2).
-Value ScanKernels::dpfpInputGradient(Value src, Value grad, ValueRange row,
-                                     Value b, Value h, Value t, Value n) {
-  int64_t d = config.dInput;
-  Value one = e.index(1), twoD = e.index(2 * d), nuEnd = e.index(config.nu + 1);
-  auto featureIndex = [&](Value i, Value j) {
-    return e.addIndex(e.mulIndex(e.subIndex(i, one), twoD), j);
-  };
-  auto gradAt = [&](Value i, Value j) {
-    return e.load(grad, {b, h, t, featureIndex(i, j)});
-  };
-  // dL/dphi[m] = g[m] / s - (g . phi) / s^2 (s = sum(phi) + eps), formed as
-  //   (g[m] (eps + sum_{n != m} phi[n]) - sum_{n != m} g[n] phi[n]) / s^2
-  // with each sum over n != m taken as the full sum minus its m-th term.
-  // The two terms of the first form are nearly equal when phi[m] dominates
-  // phi. With a single nonzero product (common for small d: the relus zero
-  // most products) they differ by a fraction eps / s of either, and float32
-  // kept about 7 - log10(s / eps) digits of the difference: two for
-  // s = 0.1. Here the m-th terms cancel exactly, and a single nonzero
-  // product gives g[m] eps / s^2 to full precision. That needs phi[m] and
-  // g[m] phi[m] to be rounded the same way in the sums and in the
-  // subtractions: they are plain products (no FMA contraction, no
-  // reassociation), and the subtractions plain ops.
-  auto plainSub = [&](Value x, Value y) {
-    return arith::SubFOp::create(e.b, x, y).getResult();
-  };
-  auto plainMul = [&](Value x, Value y) {
-    return arith::MulFOp::create(e.b, x, y).getResult();
-  };
-  // phi[i, j] = x[j] * x[(j - i) mod 2d].
-  auto phiAt = [&](Value i, Value j) {
-    Value rolled = e.remIndex(e.subIndex(e.addIndex(j, twoD), i), twoD);
-    return plainMul(dpfpInput(src, row, j), dpfpInput(src, row, rolled));
-  };
+// DPFP's backward, with s = sum(phi) + eps and g = dL/dphi':
+//   dL/dphi[m] = g[m] / s - (g . phi) / s^2
+// formed as
+//   (g[m] (eps + sum_{n != m} phi[n]) - sum_{n != m} g[n] phi[n]) / s^2
+// with each sum over n != m taken as the full sum minus its m-th term. The
+// two terms of the first form are nearly equal when phi[m] dominates phi.
+// With a single nonzero product (common for small d: the relus zero most
+// products) they differ by a fraction eps / s of either, and float32 kept
+// about 7 - log10(s / eps) digits of the difference: two for s = 0.1. Here
+// the m-th terms cancel exactly, and a single nonzero product gives
+// g[m] eps / s^2 to full precision. That needs phi[m] and g[m] phi[m] to be
+// rounded the same way in the sums and in the subtractions: they are plain
+// products (no FMA contraction, no reassociation), and the subtractions
+// plain ops.
+
+Value ScanKernels::plainProduct(Value src, ValueRange row, Value i, Value j) {
+  Value twoD = e.index(2 * config.dInput);
+  Value rolled = e.remIndex(e.subIndex(e.addIndex(j, twoD), i), twoD);
+  return arith::MulFOp::create(e.b, dpfpInput(src, row, j),
+                               dpfpInput(src, row, rolled));
+}
+
+Value ScanKernels::featureIndex(Value i, Value j) {
+  Value one = e.index(1), twoD = e.index(2 * config.dInput);
+  return e.addIndex(e.mulIndex(e.subIndex(i, one), twoD), j);
+}
+
+/// The row sums DPFP's backward needs: sum(phi) and g . phi of the raw row
+/// src[t, b, h, :], into stats[b, h, t, slot] and [slot + 1]. Once per row,
+/// rather than once per element of dq and dk.
+void ScanKernels::emitDpfpRowSums(Value src, Value grad, ValueRange row,
+                                  Value b, Value h, Value t, int64_t slot) {
+  Value one = e.index(1), twoD = e.index(2 * config.dInput),
+        nuEnd = e.index(config.nu + 1);
   Value total = e.sum(one, nuEnd, [&](Value i) {
-    return e.sum(e.index(0), twoD, [&](Value j) { return phiAt(i, j); });
+    return e.sum(e.index(0), twoD,
+                 [&](Value j) { return plainProduct(src, row, i, j); });
   });
   Value gDotPhi = e.sum(one, nuEnd, [&](Value i) {
-    return e.sum(e.index(0), twoD,
-                 [&](Value j) { return plainMul(gradAt(i, j), phiAt(i, j)); });
+    return e.sum(e.index(0), twoD, [&](Value j) {
+      Value g = e.load(grad, {b, h, t, featureIndex(i, j)});
+      return arith::MulFOp::create(e.b, g, plainProduct(src, row, i, j))
+          .getResult();
+    });
   });
+  e.store(total, buf.dpfpSums, {b, h, t, e.index(slot)});
+  e.store(gDotPhi, buf.dpfpSums, {b, h, t, e.index(slot + 1)});
+}
+
+/// dL/dk[n] of the raw row src[t, b, h, :] given grad = dL/dphi'(k) in
+/// grad[b, h, t, :] and the row sums of emitDpfpRowSums at `slot`.
+Value ScanKernels::dpfpInputGradient(Value src, Value grad, ValueRange row,
+                                     Value b, Value h, Value t, Value n,
+                                     int64_t slot) {
+  int64_t d = config.dInput;
+  Value one = e.index(1), twoD = e.index(2 * d), nuEnd = e.index(config.nu + 1);
+  Value total = e.load(buf.dpfpSums, {b, h, t, e.index(slot)});
+  Value gDotPhi = e.load(buf.dpfpSums, {b, h, t, e.index(slot + 1)});
   Value eps = e.real(config.eps);
   Value s = e.add(total, eps);
   Value sSquared = e.mul(s, s);
+  auto plainSub = [&](Value x, Value y) {
+    return arith::SubFOp::create(e.b, x, y).getResult();
+  };
   auto dphi = [&](Value i, Value j) {
-    Value g = gradAt(i, j), phi = phiAt(i, j);
+    Value g = e.load(grad, {b, h, t, featureIndex(i, j)});
+    Value phi = plainProduct(src, row, i, j);
     Value othersSum = arith::AddFOp::create(e.b, eps, plainSub(total, phi));
-    Value othersDot = plainSub(gDotPhi, plainMul(g, phi));
-    return e.div(plainSub(plainMul(g, othersSum), othersDot), sSquared);
+    Value othersDot =
+        plainSub(gDotPhi, arith::MulFOp::create(e.b, g, phi).getResult());
+    Value scaled = arith::MulFOp::create(e.b, g, othersSum);
+    return e.div(plainSub(scaled, othersDot), sSquared);
   };
   // dL/dx[jj]: x[jj] appears in phi[i, jj] and in phi[i, (jj + i) mod 2d].
   auto dx = [&](Value jj) {
@@ -304,13 +331,21 @@ Value ScanKernels::dpfpInputGradient(Value src, Value grad, ValueRange row,
 
 /// dq, dk from the feature gradients: through DPFP when fused, else as is.
 void ScanKernels::emitInputGrads(Value b, Value h, Value t0, Value len) {
+  auto inputs = {std::tuple{buf.q, buf.dqf, buf.dq, int64_t(0)},
+                 std::tuple{buf.k, buf.dkf, buf.dk, int64_t(2)}};
+  if (config.fusedDpfp)
+    e.parallel({len}, [&](ValueRange r) {
+      Value t = e.addIndex(t0, r[0]);
+      SmallVector<Value> row = {t, b, h};
+      for (auto [src, featureGrad, out, slot] : inputs)
+        emitDpfpRowSums(src, featureGrad, row, b, h, t, slot);
+    });
   e.parallel({len, e.index(config.dInput)}, [&](ValueRange rn) {
     Value t = e.addIndex(t0, rn[0]);
     SmallVector<Value> row = {t, b, h};
-    for (auto [src, featureGrad, out] : {std::tuple{buf.q, buf.dqf, buf.dq},
-                                         std::tuple{buf.k, buf.dkf, buf.dk}}) {
+    for (auto [src, featureGrad, out, slot] : inputs) {
       Value grad = config.fusedDpfp ? dpfpInputGradient(src, featureGrad, row,
-                                                        b, h, t, rn[1])
+                                                        b, h, t, rn[1], slot)
                                     : e.load(featureGrad, {b, h, t, rn[1]});
       e.store(grad, out, {t, b, h, rn[1]});
     }

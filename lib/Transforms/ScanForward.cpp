@@ -66,24 +66,34 @@ Value ScanKernels::dpfpNormalizer(Value src, ValueRange row) {
   return e.add(total, e.real(config.eps));
 }
 
-/// Writes the feature row of src[t, b, h, :] to dst[b, h, t, :]: DPFP phi'
-/// when fused, a copy otherwise.
-void ScanKernels::emitFeatureRow(Value src, Value dst, Value t, Value b,
-                                 Value h) {
-  SmallVector<Value> row = {t, b, h};
-  if (!config.fusedDpfp) {
-    e.forLoop(e.index(0), e.index(config.dFeature), [&](Value f) {
-      e.store(e.load(src, {t, b, h, f}), dst, {b, h, t, f});
+/// The features of the chunk's rows of q and k, [b, h, t, :]: DPFP phi'
+/// when fused (first the normaliser of each row, then every feature in
+/// parallel), a copy otherwise.
+void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
+  std::pair<Value, Value> rows[] = {{buf.q, buf.qf}, {buf.k, buf.kf}};
+  if (config.fusedDpfp)
+    e.parallel({len}, [&](ValueRange r) {
+      Value t = e.addIndex(t0, r[0]);
+      for (auto [slot, pair] : llvm::enumerate(rows))
+        e.store(dpfpNormalizer(pair.first, {t, b, h}), buf.featureNorms,
+                {b, h, t, e.index(slot)});
     });
-    return;
-  }
-  Value norm = dpfpNormalizer(src, row);
-  Value one = e.index(1), twoD = e.index(2 * config.dInput);
-  e.forLoop(one, e.index(config.nu + 1), [&](Value i) {
-    e.forLoop(e.index(0), twoD, [&](Value j) {
-      Value f = e.addIndex(e.mulIndex(e.subIndex(i, one), twoD), j);
-      e.store(e.div(dpfpProduct(src, row, i, j), norm), dst, {b, h, t, f});
-    });
+  e.parallel({len, e.index(config.dFeature)}, [&](ValueRange rf) {
+    Value t = e.addIndex(t0, rf[0]), f = rf[1];
+    for (auto [slot, pair] : llvm::enumerate(rows)) {
+      auto [src, dst] = pair;
+      if (!config.fusedDpfp) {
+        e.store(e.load(src, {t, b, h, f}), dst, {b, h, t, f});
+        continue;
+      }
+      // f = (i - 1) * 2d + j.
+      Value twoD = e.index(2 * config.dInput);
+      Value i = e.addIndex(arith::DivUIOp::create(e.b, f, twoD), e.index(1));
+      Value j = e.remIndex(f, twoD);
+      Value norm = e.load(buf.featureNorms, {b, h, t, e.index(slot)});
+      e.store(e.div(dpfpProduct(src, {t, b, h}, i, j), norm), dst,
+              {b, h, t, f});
+    }
   });
 }
 
@@ -134,11 +144,7 @@ void ScanKernels::emitInverse(Value b, Value h, Value t0, Value len) {
 }
 
 void ScanKernels::emitPrepare(Value b, Value h, Value t0, Value len) {
-  e.parallel({len}, [&](ValueRange r) {
-    Value t = e.addIndex(t0, r[0]);
-    emitFeatureRow(buf.q, buf.qf, t, b, h);
-    emitFeatureRow(buf.k, buf.kf, t, b, h);
-  });
+  emitFeatures(b, h, t0, len);
   e.parallel({len, e.index(config.chunk)}, [&](ValueRange rs) {
     Value t = e.addIndex(t0, rs[0]), ts = e.addIndex(t0, rs[1]);
     Value zero = e.real(0.0);

@@ -16,8 +16,9 @@
 // each chunk's start state and U), then
 //   state_grad  forall (b, h)          backwards over chunks: dU and the
 //                                      state gradient at each chunk end
-//   chunk_grad  forall (b, h, chunk)   dQ, dK, dV, dbeta, and DPFP's
-//                                      backward, all chunks in parallel
+//   chunk_grad  forall (b, h, chunk)   dQ, dK, dV, dbeta, all chunks in
+//                                      parallel
+//   input_grad  forall (b, h, chunk)   dq, dk through DPFP's backward
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +57,8 @@ struct ScanBuffers {
   // U (d_v); the state at every chunk start [B, H, chunks, d_v, D] (backward
   // only).
   Value qf, kf, pq, wt, ut, gram, a, u, chunkStates;
+  // DPFP's normaliser sum(phi) + eps of each step's q and k (2), if fused.
+  Value featureNorms;
   // Backward inputs: dy [T, B, H, d_v], dFinal [B, H, d_v, D].
   Value dy, dFinal;
   // Backward outputs: dq, dk, dv [T, B, H, *], dbeta [T, B, H]; the running
@@ -65,6 +68,8 @@ struct ScanBuffers {
   // state gradient at every chunk end [B, H, chunks, d_v, D], and per chunk
   // dP, dA, A^T dA, dM (C), dW~ and A^T dW~ (D), A^T dU (d_v).
   Value du, dqf, dkf, dChunkEnds, dp, da, atda, dm, dwt, atdwt, atdu;
+  // DPFP's backward, per step: sum(phi) and g . phi of q, then of k (4).
+  Value dpfpSums;
 };
 
 /// Emits the kernels of one scan into the current insertion point.
@@ -89,9 +94,13 @@ private:
   Value dpfpInput(Value src, ValueRange row, Value j);
   Value dpfpProduct(Value src, ValueRange row, Value i, Value j);
   Value dpfpNormalizer(Value src, ValueRange row);
-  void emitFeatureRow(Value src, Value dst, Value t, Value b, Value h);
+  void emitFeatures(Value b, Value h, Value t0, Value len);
+  Value plainProduct(Value src, ValueRange row, Value i, Value j);
+  Value featureIndex(Value i, Value j);
+  void emitDpfpRowSums(Value src, Value grad, ValueRange row, Value b, Value h,
+                       Value t, int64_t slot);
   Value dpfpInputGradient(Value src, Value grad, ValueRange row, Value b,
-                          Value h, Value t, Value n);
+                          Value h, Value t, Value n, int64_t slot);
 
   // Forward pieces.
   Value featureDot(Value x, Value tx, Value y, Value ty, Value b, Value h);

@@ -118,6 +118,8 @@ void allocateForwardWorkspace(ScanAllocator &alloc, const ScanConfig &config,
   buf.kf = alloc.workspace(config.dFeature);
   buf.pq = alloc.workspace(config.chunk);
   buf.u = alloc.workspace(config.dValue);
+  if (config.fusedDpfp)
+    buf.featureNorms = alloc.workspace(2);
   if (config.isDelta()) {
     buf.wt = alloc.workspace(config.dFeature);
     buf.ut = alloc.workspace(config.dValue);
@@ -207,6 +209,8 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk) {
   buf.dkf = alloc.workspace(config->dFeature);
   buf.dp = alloc.workspace(config->chunk);
   buf.dChunkEnds = alloc.perChunkStates();
+  if (config->fusedDpfp)
+    buf.dpfpSums = alloc.workspace(4);
   if (config->isDelta()) {
     auto betaType = op.getDbeta().getType();
     buf.dbeta =

@@ -7,19 +7,19 @@
 
 // CHECK: fwp-plan 1
 // CHECK-NEXT: index-bits 32
-// CHECK-NEXT: module [[PREPARE:scan_kernel]]
-// CHECK-NEXT: module [[STATE:scan_kernel_0]]
+// CHECK-NEXT: module scan_prepare
+// CHECK-NEXT: module scan_state
 // CHECK-NEXT: arg arg0 f32 ? 2 4 8
 // CHECK: value [[T:v[0-9]+]] dim(arg{{[01]}}, 0)
 // CHECK: alloc [[Y:b[0-9]+]] f32 [[T]] 2 4 8
 // CHECK: value [[N:v[0-9]+]] (ceildiv [[T]] {{16|64}})
-// CHECK: launch [[PREPARE]] scan_kernel 2 4 [[N]] {{64|128}} 1 1 0
-// CHECK: launch [[STATE]] scan_kernel 2 4 1 {{64|128}} 1 1 0
+// CHECK: launch scan_prepare scan_prepare 2 4 [[N]] {{64|128}} 1 1 0
+// CHECK: launch scan_state scan_state 2 4 1 {{64|128}} 1 1 0
 // CHECK: result [[Y]]
 
 // FILES: plan.fwp
-// FILES: scan_kernel.ptx
-// FILES: scan_kernel_0.ptx
+// FILES: scan_prepare.ptx
+// FILES: scan_state.ptx
 
 func.func @scan(%q: tensor<?x2x4x8xf32>, %v: tensor<?x2x4x8xf32>)
     -> tensor<?x2x4x8xf32> {

@@ -64,6 +64,8 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // CHECK: } {fwp.kernel = "scan_state_grad"}
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
 // CHECK: } {fwp.kernel = "scan_chunk_grad"}
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
+// CHECK: } {fwp.kernel = "scan_input_grad"}
 // CHECK-COUNT-4: bufferization.to_tensor
 func.func @delta_grad(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x8xf32>,
                       %b: tensor<?x1x2xf32>, %dy: tensor<?x1x2x8xf32>)

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fwp/Reference/Reference.h"
+#include "fwp/Runtime/Driver.h"
 #include "fwp/Support/Npy.h"
 
 #include <gtest/gtest.h>
@@ -683,12 +684,13 @@ TEST_F(FwpRunTest, DefaultBackendSaysWhichItUses) {
                     quote(out.string()) + " --heads 2");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "");
-  // cuda when a GPU is usable; it is not available yet, so cpu everywhere.
-  EXPECT_EQ(expectChoiceLine(r.err), "cpu");
-  EXPECT_TRUE(r.err.find("(no usable CUDA GPU: ") != std::string::npos ||
-              r.err.find("(backend 'cuda' is not available yet)") !=
-                  std::string::npos)
-      << r.err;
+  // cuda when a GPU is usable, else cpu, saying why.
+  if (fwp::rt::cudaUsable()) {
+    EXPECT_EQ(expectChoiceLine(r.err), "cuda");
+  } else {
+    EXPECT_EQ(expectChoiceLine(r.err), "cpu");
+    EXPECT_NE(r.err.find("(no usable CUDA GPU: "), std::string::npos) << r.err;
+  }
   EXPECT_LE(relativeError(readOutput("y.npy"), referenceY(inputs, 2)), 1e-5);
 }
 
@@ -830,8 +832,9 @@ TEST_F(FwpRunTest, RefusesUnknownRule) {
 
 TEST_F(FwpRunTest, RefusesUnavailableAndUnknownBackends) {
   writeInputs(makeInputs(Sizes(), DType::F64, false));
-  expectRefused(args("--heads 2 --backend cuda"),
-                {"fwp-run: backend 'cuda' is not available yet"});
+  if (!fwp::rt::cudaUsable())
+    expectRefused(args("--heads 2 --backend cuda"),
+                  {"fwp-run: backend 'cuda' needs a usable CUDA GPU: "});
   expectRefused(args("--heads 2 --backend tpu"),
                 {"fwp-run: unknown backend 'tpu'"});
   expectRefused(args("--heads 2 --backend="),

@@ -44,7 +44,7 @@ const BackendEntry kBackends[] = {
        return std::unique_ptr<Backend>(new ReferenceBackend);
      }},
     {"cpu", createCpuBackend},
-    {"cuda", nullptr},
+    {"cuda", createCudaBackend},
 };
 
 const BackendEntry *findBackend(const std::string &name) {

@@ -8,10 +8,9 @@
 // backend computes in it (float32 inputs, float32 arithmetic), the reference
 // always computes in float64.
 //
-// Backends are looked up by name in a table (Backend.cpp). `reference` and
-// `cpu` (the JIT-compiled forward and backward, CpuBackend.cpp) are
-// implemented; `cuda` is recognised but not available yet: a later change
-// adds a Backend subclass and puts its factory into the table.
+// Backends are looked up by name in a table (Backend.cpp): `reference`, and
+// `cpu` and `cuda` (the JIT-compiled forward and backward, JitBackend.cpp).
+// A backend whose factory is null is recognised but not available.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,8 +78,9 @@ struct BackendChoice {
 BackendChoice chooseBackend(bool needsBackward,
                             const BackendSettings &settings);
 
-/// The cpu backend (CpuBackend.cpp).
+/// The cpu and cuda backends (JitBackend.cpp).
 std::unique_ptr<Backend> createCpuBackend(const BackendSettings &settings);
+std::unique_ptr<Backend> createCudaBackend(const BackendSettings &settings);
 
 } // namespace fwp::run
 

@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -90,6 +91,16 @@ public:
   /// Seconds compile() spent on this kernel, both entry points (passes, LLVM
   /// optimisation and code generation).
   double compileSeconds() const;
+
+  /// For Backend::Cuda, what the GPU runs: a launch plan per entry point
+  /// (docs/launch-plan.md) and the PTX of every kernel, by module name.
+  /// Written out with fwp::rt::writePlanDirectory, a plan runs without the
+  /// compiler. Empty for Backend::Cpu.
+  struct DeviceCode {
+    std::string forwardPlan, backwardPlan;
+    std::map<std::string, std::string> ptx;
+  };
+  DeviceCode deviceCode() const;
 
   /// y = FastWeightsAttention(x). Buffers hold elements of desc().dtype (float
   /// or double) in the layouts above; y is written in full and may not alias
@@ -155,10 +166,13 @@ private:
 /// requests for different descriptions compile in parallel. Kernels stay
 /// cached until the process exits.
 ///
-/// Throws std::invalid_argument for an invalid description (never cached),
-/// std::runtime_error "the CUDA backend is not available yet" for
-/// Backend::Cuda, and std::runtime_error carrying the MLIR/LLVM diagnostics
-/// if compilation fails. A failed compilation is not cached: every request
+/// Backend::Cuda compiles to PTX and launch plans without touching a GPU;
+/// the first forward() or backward() loads the PTX and throws
+/// fwp::rt::CudaError (a std::runtime_error) where there is no usable GPU.
+///
+/// Throws std::invalid_argument for an invalid description (never cached)
+/// and std::runtime_error carrying the MLIR/LLVM diagnostics if compilation
+/// fails. A failed compilation is not cached: every request
 /// that was waiting for it gets the same exception, and the next request
 /// compiles again.
 std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc);

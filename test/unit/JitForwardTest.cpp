@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackendUnderTest.h"
+
 #include "fwp/JIT/JIT.h"
 #include "fwp/Reference/Reference.h"
 
@@ -65,6 +67,7 @@ struct Case {
     d.nu = nu;
     d.chunkSize = chunk;
     d.dtype = dtype;
+    d.backend = fwp::test::kBackend;
     return d;
   }
 
@@ -178,12 +181,14 @@ void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
 constexpr double kF32Bound = 1e-5;
 constexpr double kF64Bound = 1e-10;
 
+class ForwardTest : public fwp::test::KernelTest {};
+
 //===----------------------------------------------------------------------===//
 // Float32 against the float64 reference
 //===----------------------------------------------------------------------===//
 
 // C = 8: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C + 3.
-TEST(CpuForwardTest, DeltaRuleSmallChunks) {
+TEST_F(ForwardTest, DeltaRuleSmallChunks) {
   checkCases({{Rule::Delta, 1, 4, 1, 8, 1, 1},
               {Rule::Delta, 1, 4, 1, 8, 5, 2},
               {Rule::Delta, 1, 4, 1, 8, 16, 2},
@@ -198,7 +203,7 @@ TEST(CpuForwardTest, DeltaRuleSmallChunks) {
              DType::F32, kF32Bound);
 }
 
-TEST(CpuForwardTest, SumRule) {
+TEST_F(ForwardTest, SumRule) {
   checkCases({{Rule::Sum, 4, 4, 2, 16, 1, 2},
               {Rule::Sum, 4, 4, 2, 16, 9, 3},
               {Rule::Sum, 4, 4, 2, 16, 40, 1},
@@ -211,7 +216,7 @@ TEST(CpuForwardTest, SumRule) {
              DType::F32, kF32Bound);
 }
 
-TEST(CpuForwardTest, WideHeads) {
+TEST_F(ForwardTest, WideHeads) {
   checkCases({{Rule::Delta, 1, 64, 3, 16, 67, 1},
               {Rule::Delta, 1, 64, 3, 16, 5, 2},
               {Rule::Delta, 1, 64, 3, 16, 30, 3},
@@ -219,7 +224,7 @@ TEST(CpuForwardTest, WideHeads) {
              DType::F32, kF32Bound);
 }
 
-TEST(CpuForwardTest, ManyHeads) {
+TEST_F(ForwardTest, ManyHeads) {
   checkCases({{Rule::Delta, 8, 4, 2, 16, 67, 3},
               {Rule::Delta, 8, 4, 2, 16, 1, 1},
               {Rule::Delta, 8, 4, 2, 16, 33, 2},
@@ -228,7 +233,7 @@ TEST(CpuForwardTest, ManyHeads) {
 }
 
 // The default chunk size, 64.
-TEST(CpuForwardTest, DefaultChunkSize) {
+TEST_F(ForwardTest, DefaultChunkSize) {
   checkCases({{Rule::Delta, 4, 16, 2, 64, 1, 1},
               {Rule::Delta, 4, 16, 2, 64, 40, 2},
               {Rule::Delta, 4, 16, 2, 64, 100, 1},
@@ -241,7 +246,7 @@ TEST(CpuForwardTest, DefaultChunkSize) {
 // All-zero x rows give zero keys: such a step must write nothing. Zero steps
 // at the start, on chunk boundaries, inside chunks and at the end; for every
 // batch row or for one only.
-TEST(CpuForwardTest, ZeroKeySteps) {
+TEST_F(ForwardTest, ZeroKeySteps) {
   checkCases({{Rule::Delta, 2, 4, 2, 8, 35, 2, {0, 7, 8, 9, 20, 34}},
               {Rule::Delta, 2, 4, 2, 8, 12, 3, {1, 2, 3, 4, 5}, 1},
               {Rule::Sum, 2, 4, 2, 8, 19, 2, {0, 8, 18}, 0},
@@ -253,7 +258,7 @@ TEST(CpuForwardTest, ZeroKeySteps) {
 // Float64 against the float64 reference
 //===----------------------------------------------------------------------===//
 
-TEST(CpuForwardTest, Float64MatchesReference) {
+TEST_F(ForwardTest, Float64MatchesReference) {
   checkCases({{Rule::Delta, 2, 4, 3, 8, 35, 2, {3, 8, 34}},
               {Rule::Delta, 2, 4, 3, 8, 1, 1},
               {Rule::Sum, 3, 16, 1, 16, 67, 3},
@@ -268,7 +273,7 @@ TEST(CpuForwardTest, Float64MatchesReference) {
 
 Case smallCase() { return {Rule::Delta, 2, 4, 2, 8, 11, 2, {4}}; }
 
-TEST(CpuForwardTest, LeavesInputsAlone) {
+TEST_F(ForwardTest, LeavesInputsAlone) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F64));
   Problem p = makeProblem(c, DType::F64, 7);
@@ -280,7 +285,7 @@ TEST(CpuForwardTest, LeavesInputsAlone) {
   EXPECT_EQ(p.params.bO, copy.params.bO);
 }
 
-TEST(CpuForwardTest, ConcurrentCallsAgree) {
+TEST_F(ForwardTest, ConcurrentCallsAgree) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F32));
   Problem p = makeProblem(c, DType::F32, 8);
@@ -295,7 +300,7 @@ TEST(CpuForwardTest, ConcurrentCallsAgree) {
     EXPECT_EQ(r, expected);
 }
 
-TEST(CpuForwardTest, EmptySequenceOrBatchDoesNothing) {
+TEST_F(ForwardTest, EmptySequenceOrBatchDoesNothing) {
   auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
   // Nothing is read or written: null buffers are fine.
   const float *none = nullptr;
@@ -303,7 +308,7 @@ TEST(CpuForwardTest, EmptySequenceOrBatchDoesNothing) {
   kernel->forward(5, 0, none, none, none, none, none, none, none, nullptr);
 }
 
-TEST(CpuForwardTest, RefusesBadArguments) {
+TEST_F(ForwardTest, RefusesBadArguments) {
   auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
   std::vector<float> buf(1024);
   const float *b = buf.data();
@@ -336,6 +341,8 @@ TEST(CpuForwardTest, RefusesBadArguments) {
             "forward: called with double buffers, but the kernel was "
             "compiled for float (f32)");
 }
+
+#ifndef FWP_TEST_CUDA // backend-independent: run once, in the CPU build
 
 //===----------------------------------------------------------------------===//
 // compile() and its cache
@@ -476,12 +483,10 @@ TEST(KernelDescTest, InvalidDescriptionsThrowClearly) {
   EXPECT_EQ(
       compileError(with([](KernelDesc &d) { d.rule = static_cast<Rule>(7); })),
       prefix + "rule, dtype or backend is not one of its enumerators");
-  EXPECT_EQ(compileError(with(
-                [](KernelDesc &d) { d.backend = fwp::jit::Backend::Cuda; })),
-            "runtime_error: the CUDA backend is not available yet (cuda f32 "
-            "delta heads=2 d_head=4 nu=1 eps=1e-06 chunk=64)");
   // Refusals compile nothing and cache nothing.
   EXPECT_EQ(fwp::jit::compileCount(), before);
 }
+
+#endif // FWP_TEST_CUDA
 
 } // namespace

@@ -1,8 +1,9 @@
-//===- CpuBackend.cpp - The JIT-compiled layer on the host ----------------===//
+//===- JitBackend.cpp - The JIT-compiled layer ----------------------------===//
 //
-// `--backend cpu`: the layer compiled by fwp-to-cpu (fwp/JIT/JIT.h), forward
-// and backward, in the inputs' precision: float32 inputs run a float32
-// kernel, float64 inputs a float64 one.
+// `--backend cpu` and `--backend cuda`: the layer compiled by fwp/JIT/JIT.h
+// (fwp-to-cpu, or fwp-to-ptx run by the CUDA runtime), forward and
+// backward, in the inputs' precision: float32 inputs run a float32 kernel,
+// float64 inputs a float64 one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "Error.h"
 
 #include "fwp/JIT/JIT.h"
+#include "fwp/Runtime/Driver.h"
 
 #include <memory>
 #include <stdexcept>
@@ -20,7 +22,7 @@ namespace {
 
 jit::KernelDesc describe(const ref::AttentionConfig &config,
                          const ref::AttentionShape &shape, npy::DType dtype,
-                         int64_t chunkSize) {
+                         int64_t chunkSize, jit::Backend backend) {
   jit::KernelDesc desc;
   desc.rule =
       config.rule == ref::Rule::Delta ? jit::Rule::Delta : jit::Rule::Sum;
@@ -30,7 +32,7 @@ jit::KernelDesc describe(const ref::AttentionConfig &config,
   desc.dHead = shape.dModel / config.heads; // the loader checked it divides
   desc.dtype = dtype == npy::DType::F32 ? jit::DType::F32 : jit::DType::F64;
   desc.chunkSize = chunkSize;
-  desc.backend = jit::Backend::Cpu;
+  desc.backend = backend;
   return desc;
 }
 
@@ -91,11 +93,14 @@ runBackward(const jit::CompiledAttention &kernel,
   return out;
 }
 
-class CpuBackend final : public Backend {
+class JitBackend final : public Backend {
 public:
-  explicit CpuBackend(const BackendSettings &settings) : settings(settings) {}
+  JitBackend(const BackendSettings &settings, jit::Backend target)
+      : settings(settings), target(target) {}
 
-  const char *name() const override { return "cpu"; }
+  const char *name() const override {
+    return target == jit::Backend::Cpu ? "cpu" : "cuda";
+  }
 
   ref::AttentionOutputs forward(const ref::AttentionConfig &config,
                                 const ref::AttentionShape &shape,
@@ -126,8 +131,12 @@ private:
   std::shared_ptr<const jit::CompiledAttention>
   compile(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
           npy::DType dtype) const {
+    std::string whyNoGpu;
+    if (target == jit::Backend::Cuda && !rt::cudaUsable(&whyNoGpu))
+      throw UsageError("backend 'cuda' needs a usable CUDA GPU: " + whyNoGpu);
     try {
-      return jit::compile(describe(config, shape, dtype, settings.chunkSize));
+      return jit::compile(
+          describe(config, shape, dtype, settings.chunkSize, target));
     } catch (const std::invalid_argument &e) {
       // The description comes from the command line and the inputs' sizes.
       throw UsageError(e.what());
@@ -135,12 +144,17 @@ private:
   }
 
   BackendSettings settings;
+  jit::Backend target;
 };
 
 } // namespace
 
 std::unique_ptr<Backend> createCpuBackend(const BackendSettings &settings) {
-  return std::make_unique<CpuBackend>(settings);
+  return std::make_unique<JitBackend>(settings, jit::Backend::Cpu);
+}
+
+std::unique_ptr<Backend> createCudaBackend(const BackendSettings &settings) {
+  return std::make_unique<JitBackend>(settings, jit::Backend::Cuda);
 }
 
 } // namespace fwp::run

@@ -34,6 +34,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackendUnderTest.h"
+
 #include "fwp/JIT/JIT.h"
 #include "fwp/Reference/Reference.h"
 
@@ -86,6 +88,7 @@ struct Case {
     d.nu = nu;
     d.chunkSize = chunk;
     d.dtype = dtype;
+    d.backend = fwp::test::kBackend;
     return d;
   }
 
@@ -267,12 +270,14 @@ void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
 constexpr double kF32Bound = 1e-4;
 constexpr double kF64Bound = 1e-9;
 
+class BackwardTest : public fwp::test::KernelTest {};
+
 //===----------------------------------------------------------------------===//
 // Float32 against the float64 reference
 //===----------------------------------------------------------------------===//
 
 // C = 8: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C + 3.
-TEST(CpuBackwardTest, DeltaRuleSmallChunks) {
+TEST_F(BackwardTest, DeltaRuleSmallChunks) {
   checkCases({{Rule::Delta, 1, 4, 1, 8, 1, 1},
               {Rule::Delta, 1, 4, 1, 8, 5, 2},
               {Rule::Delta, 1, 4, 1, 8, 16, 2},
@@ -286,7 +291,7 @@ TEST(CpuBackwardTest, DeltaRuleSmallChunks) {
              DType::F32, kF32Bound);
 }
 
-TEST(CpuBackwardTest, SumRule) {
+TEST_F(BackwardTest, SumRule) {
   checkCases({{Rule::Sum, 4, 4, 2, 16, 1, 2},
               {Rule::Sum, 4, 4, 2, 16, 9, 3},
               {Rule::Sum, 4, 4, 2, 16, 67, 1},
@@ -297,14 +302,14 @@ TEST(CpuBackwardTest, SumRule) {
              DType::F32, kF32Bound);
 }
 
-TEST(CpuBackwardTest, WideHeads) {
+TEST_F(BackwardTest, WideHeads) {
   checkCases({{Rule::Delta, 1, 64, 3, 16, 67, 1},
               {Rule::Delta, 1, 64, 3, 16, 5, 2},
               {Rule::Delta, 2, 64, 2, 16, 17, 1}},
              DType::F32, kF32Bound);
 }
 
-TEST(CpuBackwardTest, ManyHeads) {
+TEST_F(BackwardTest, ManyHeads) {
   checkCases({{Rule::Delta, 8, 4, 2, 16, 67, 3},
               {Rule::Delta, 8, 4, 2, 16, 1, 1},
               {Rule::Delta, 8, 4, 2, 16, 32, 2},
@@ -314,7 +319,7 @@ TEST(CpuBackwardTest, ManyHeads) {
 }
 
 // The default chunk size, 64.
-TEST(CpuBackwardTest, DefaultChunkSize) {
+TEST_F(BackwardTest, DefaultChunkSize) {
   checkCases({{Rule::Delta, 4, 16, 2, 64, 1, 1},
               {Rule::Delta, 4, 16, 2, 64, 40, 2},
               {Rule::Delta, 4, 16, 2, 64, 259, 1}},
@@ -324,7 +329,7 @@ TEST(CpuBackwardTest, DefaultChunkSize) {
 // All-zero x rows give zero keys: such a step writes nothing. Zero steps at
 // the start, on chunk boundaries, inside chunks and at the end; for every
 // batch row or for one only.
-TEST(CpuBackwardTest, ZeroKeySteps) {
+TEST_F(BackwardTest, ZeroKeySteps) {
   checkCases({{Rule::Delta, 2, 4, 2, 8, 35, 2, {0, 7, 8, 9, 20, 34}},
               {Rule::Delta, 2, 4, 2, 8, 12, 3, {1, 2, 3, 4, 5}, 1},
               {Rule::Sum, 2, 4, 2, 8, 19, 2, {0, 8, 18}, 0},
@@ -336,7 +341,7 @@ TEST(CpuBackwardTest, ZeroKeySteps) {
 // Float64 against the float64 reference
 //===----------------------------------------------------------------------===//
 
-TEST(CpuBackwardTest, Float64MatchesReference) {
+TEST_F(BackwardTest, Float64MatchesReference) {
   checkCases({{Rule::Delta, 2, 4, 3, 8, 35, 2, {3, 8, 34}},
               {Rule::Delta, 2, 4, 3, 8, 1, 1},
               {Rule::Sum, 3, 16, 1, 16, 67, 3},
@@ -422,7 +427,7 @@ void checkFiniteDifferences(const Case &c, double bound) {
 
 constexpr double kFiniteDifferenceBound = 1e-6;
 
-TEST(CpuBackwardTest, FiniteDifferencesDeltaRule) {
+TEST_F(BackwardTest, FiniteDifferencesDeltaRule) {
   // Three chunks, the last one partial; every DPFP order.
   checkFiniteDifferences({Rule::Delta, 2, 3, 2, 2, 5, 2},
                          kFiniteDifferenceBound);
@@ -432,7 +437,7 @@ TEST(CpuBackwardTest, FiniteDifferencesDeltaRule) {
                          kFiniteDifferenceBound);
 }
 
-TEST(CpuBackwardTest, FiniteDifferencesSumRule) {
+TEST_F(BackwardTest, FiniteDifferencesSumRule) {
   checkFiniteDifferences({Rule::Sum, 2, 3, 2, 2, 5, 2}, kFiniteDifferenceBound);
   checkFiniteDifferences({Rule::Sum, 1, 4, 1, 4, 1, 2}, kFiniteDifferenceBound);
   checkFiniteDifferences({Rule::Sum, 2, 3, 3, 3, 7, 1, {0, 6}},
@@ -445,7 +450,7 @@ TEST(CpuBackwardTest, FiniteDifferencesSumRule) {
 
 Case smallCase() { return {Rule::Delta, 2, 4, 2, 8, 11, 2, {4}}; }
 
-TEST(CpuBackwardTest, LeavesInputsAlone) {
+TEST_F(BackwardTest, LeavesInputsAlone) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F64));
   Problem p = makeProblem(c, DType::F64, 7);
@@ -461,7 +466,7 @@ TEST(CpuBackwardTest, LeavesInputsAlone) {
   EXPECT_EQ(p.params.bO, copy.params.bO);
 }
 
-TEST(CpuBackwardTest, ConcurrentCallsAgree) {
+TEST_F(BackwardTest, ConcurrentCallsAgree) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F32));
   Problem p = makeProblem(c, DType::F32, 8);
@@ -476,7 +481,7 @@ TEST(CpuBackwardTest, ConcurrentCallsAgree) {
     EXPECT_EQ(r, expected);
 }
 
-TEST(CpuBackwardTest, EmptySequenceOrBatchGivesZeroWeightGradients) {
+TEST_F(BackwardTest, EmptySequenceOrBatchGivesZeroWeightGradients) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F32));
   int64_t dm = c.heads * c.dHead;
@@ -497,7 +502,7 @@ TEST(CpuBackwardTest, EmptySequenceOrBatchGivesZeroWeightGradients) {
   }
 }
 
-TEST(CpuBackwardTest, RefusesBadArguments) {
+TEST_F(BackwardTest, RefusesBadArguments) {
   auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
   std::vector<float> in(1024), out(1024);
   const float *b = in.data();

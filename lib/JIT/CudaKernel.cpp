@@ -1,0 +1,170 @@
+//===- CudaKernel.cpp - fwp.attention compiled for NVIDIA GPUs ------------===//
+//
+// The module of AttentionModule.h (forward and backward entry points),
+// lowered by fwp-to-ptx. Each entry point becomes a launch plan
+// (docs/launch-plan.md) over the module's PTX, which the runtime carries out
+// with the CUDA driver. Compiling needs no GPU; running does, and the
+// device is only touched on the first call.
+//
+// Calls take host buffers: each call uploads its inputs, runs the plan and
+// downloads its outputs. Calls on one kernel are serialised (they share the
+// loaded modules and the default stream).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionModule.h"
+#include "CompileSupport.h"
+#include "Kernel.h"
+
+#include "fwp/Pipelines/Pipelines.h"
+#include "fwp/Runtime/Cuda.h"
+#include "fwp/Runtime/Plan.h"
+#include "fwp/Target/LaunchPlan.h"
+
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace fwp::jit {
+namespace {
+
+/// A host buffer to upload or download, and its plan shape.
+struct HostBuffer {
+  const void *in = nullptr; // uploaded when set
+  void *out = nullptr;      // downloaded when set
+  std::vector<int64_t> sizes;
+};
+
+class CudaKernel final : public CompiledAttention::Impl {
+public:
+  CudaKernel(const KernelDesc &desc, CompiledAttention::DeviceCode code)
+      : Impl(desc), code(std::move(code)),
+        forwardPlan(rt::Plan::parse(this->code.forwardPlan, kForwardName)),
+        backwardPlan(rt::Plan::parse(this->code.backwardPlan, kBackwardName)) {}
+
+  CompiledAttention::DeviceCode deviceCode() const override { return code; }
+
+  void forward(const ForwardArgs &a) const override {
+    std::vector<int64_t> steps = {a.seqLen, a.batch, desc.dModel()};
+    std::vector<HostBuffer> buffers =
+        weights(a.x, a.wQ, a.wK, a.wV, a.wBeta, a.wO, a.bO, steps);
+    buffers.push_back({nullptr, a.y, steps});
+    run(forwardPlan, buffers);
+  }
+
+  void backward(const BackwardArgs &a) const override {
+    std::vector<int64_t> steps = {a.seqLen, a.batch, desc.dModel()};
+    std::vector<HostBuffer> buffers =
+        weights(a.x, a.wQ, a.wK, a.wV, a.wBeta, a.wO, a.bO, steps);
+    buffers.push_back({a.dy, nullptr, steps});
+    void *outputs[] = {a.dx, a.dwQ, a.dwK, a.dwV, a.dwBeta, a.dwO, a.dbO};
+    for (auto [i, out] : llvm::enumerate(outputs))
+      buffers.push_back({nullptr, out, buffers[i].sizes});
+    run(backwardPlan, buffers);
+  }
+
+private:
+  /// x and the weights, in the order of the entry functions' arguments.
+  std::vector<HostBuffer> weights(const void *x, const void *wQ, const void *wK,
+                                  const void *wV, const void *wBeta,
+                                  const void *wO, const void *bO,
+                                  const std::vector<int64_t> &steps) const {
+    int64_t dm = desc.dModel();
+    std::vector<int64_t> square = {dm, dm};
+    return {{x, nullptr, steps},
+            {wQ, nullptr, square},
+            {wK, nullptr, square},
+            {wV, nullptr, square},
+            {wBeta, nullptr, {desc.heads, dm}},
+            {wO, nullptr, square},
+            {bO, nullptr, {dm}}};
+  }
+
+  size_t elementBytes() const {
+    return desc.dtype == DType::F32 ? sizeof(float) : sizeof(double);
+  }
+
+  static size_t count(const std::vector<int64_t> &sizes) {
+    size_t n = 1;
+    for (int64_t size : sizes)
+      n *= static_cast<size_t>(size);
+    return n;
+  }
+
+  /// Uploads, runs `plan`, downloads.
+  void run(const rt::Plan &plan, const std::vector<HostBuffer> &host) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    rt::CudaPlanDevice &dev = device();
+    std::vector<rt::DeviceBuffer> memory;
+    std::vector<rt::BufferRef> refs;
+    rt::DType dtype =
+        desc.dtype == DType::F32 ? rt::DType::F32 : rt::DType::F64;
+    for (const HostBuffer &buffer : host) {
+      size_t bytes = count(buffer.sizes) * elementBytes();
+      memory.emplace_back(bytes);
+      if (buffer.in)
+        memory.back().copyFromHost(buffer.in, bytes);
+      refs.push_back({memory.back().ptr(), buffer.sizes, dtype});
+    }
+    rt::execute(plan, dev, refs);
+    for (auto [buffer, deviceBuffer] : llvm::zip(host, memory))
+      if (buffer.out)
+        deviceBuffer.copyToHost(buffer.out, deviceBuffer.size());
+  }
+
+  /// The loaded modules; the first call loads them (and fails, with the
+  /// driver's reason, where there is no usable GPU).
+  rt::CudaPlanDevice &device() const {
+    if (!loaded)
+      loaded = std::make_unique<rt::CudaPlanDevice>(code.ptx);
+    return *loaded;
+  }
+
+  CompiledAttention::DeviceCode code;
+  rt::Plan forwardPlan, backwardPlan;
+  mutable std::mutex mutex;
+  mutable std::unique_ptr<rt::CudaPlanDevice> loaded;
+};
+
+/// Lowers `module` with fwp-to-ptx and exports each entry point's plan.
+CompiledAttention::DeviceCode
+lowerToPlans(ModuleOp module, const KernelDesc &desc,
+             const DiagnosticCollector &diagnostics, const Failure &fail) {
+  if (failed(verify(module)))
+    fail("building the module", diagnostics.text());
+  PassManager pm(module->getContext(), ModuleOp::getOperationName(),
+                 OpPassManager::Nesting::Implicit);
+  PtxPipelineOptions options;
+  options.chunkSize = desc.chunkSize;
+  buildFwpToPtxPipeline(pm, options);
+  if (failed(pm.run(module)))
+    fail("the fwp-to-ptx pipeline", diagnostics.text());
+
+  CompiledAttention::DeviceCode code;
+  for (auto [entry, plan] : {std::pair{kForwardName, &code.forwardPlan},
+                             std::pair{kBackwardName, &code.backwardPlan}}) {
+    FailureOr<ExportedPlan> exported =
+        exportLaunchPlan(module, entry, options.indexBitwidth);
+    if (failed(exported))
+      fail("exporting the launch plan", diagnostics.text());
+    *plan = exported->plan;
+    code.ptx.insert(exported->ptx.begin(), exported->ptx.end());
+  }
+  return code;
+}
+
+} // namespace
+
+std::unique_ptr<CompiledAttention::Impl> compileCuda(const KernelDesc &desc) {
+  Failure fail("the CUDA kernel (" + desc.str() + ")");
+  CompileContext compile;
+  OwningOpRef<ModuleOp> module = compile.createModule();
+  buildAttentionModule(*module, desc);
+  return std::make_unique<CudaKernel>(
+      desc, lowerToPlans(*module, desc, compile.diagnostics(), fail));
+}
+
+} // namespace fwp::jit

@@ -1,0 +1,231 @@
+//===- PtxKernelsTest.cpp - What the CUDA JIT makes, checked without a GPU
+//-===//
+//
+// For every kernel description the JIT tests use (JitForwardTest.cpp,
+// JitBackwardTest.cpp), the CUDA backend's output, forward and backward:
+//
+// - every PTX module assembles with ptxas for sm_90 with no spills (skipped,
+//   saying so, where ptxas is not installed);
+// - every launch of its launch plans, carried out on a recording device,
+//   passes exactly the parameters (count and widths) that the kernel's PTX
+//   entry declares, with grids and blocks in range.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/JIT/JIT.h"
+#include "fwp/Runtime/Driver.h"
+#include "fwp/Runtime/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+using fwp::jit::DType;
+using fwp::jit::KernelDesc;
+using fwp::jit::Rule;
+
+namespace {
+
+struct DescCase {
+  Rule rule;
+  int64_t heads, dHead, nu, chunk;
+  DType dtype = DType::F32;
+};
+
+/// The descriptions of the JIT tests (and one float64 of each rule).
+const DescCase kDescs[] = {
+    {Rule::Delta, 1, 3, 3, 4},
+    {Rule::Delta, 1, 4, 1, 8},
+    {Rule::Delta, 1, 64, 2, 64},
+    {Rule::Delta, 1, 64, 3, 16},
+    {Rule::Delta, 2, 16, 2, 8},
+    {Rule::Delta, 2, 3, 2, 2},
+    {Rule::Delta, 2, 4, 1, 3},
+    {Rule::Delta, 2, 4, 2, 8},
+    {Rule::Delta, 2, 4, 3, 8},
+    {Rule::Delta, 2, 64, 2, 16},
+    {Rule::Delta, 3, 4, 3, 8},
+    {Rule::Delta, 4, 16, 2, 64},
+    {Rule::Delta, 6, 16, 1, 16},
+    {Rule::Delta, 8, 4, 2, 16},
+    {Rule::Sum, 1, 4, 1, 4},
+    {Rule::Sum, 1, 64, 1, 16},
+    {Rule::Sum, 2, 3, 2, 2},
+    {Rule::Sum, 2, 3, 3, 3},
+    {Rule::Sum, 2, 4, 2, 8},
+    {Rule::Sum, 2, 64, 1, 64},
+    {Rule::Sum, 3, 16, 1, 16},
+    {Rule::Sum, 4, 4, 2, 16},
+    {Rule::Sum, 5, 16, 3, 8},
+    {Rule::Sum, 7, 4, 1, 8},
+    {Rule::Delta, 2, 4, 3, 8, DType::F64},
+    {Rule::Sum, 3, 16, 1, 16, DType::F64},
+};
+
+KernelDesc cudaDesc(const DescCase &c) {
+  KernelDesc d;
+  d.rule = c.rule;
+  d.heads = c.heads;
+  d.dHead = c.dHead;
+  d.nu = c.nu;
+  d.chunkSize = c.chunk;
+  d.dtype = c.dtype;
+  d.backend = fwp::jit::Backend::Cuda;
+  return d;
+}
+
+std::string findPtxas() {
+  for (const char *candidate : {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"})
+    if (std::filesystem::exists(candidate))
+      return candidate;
+  return "";
+}
+
+/// Runs `command`, returning its exit status and output.
+std::pair<int, std::string> run(const std::string &command) {
+  std::string output;
+  FILE *pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe)
+    return {-1, "popen failed"};
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+    output.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(PtxKernelsTest, EveryKernelAssemblesForSm90WithoutSpills) {
+  std::string ptxas = findPtxas();
+  if (ptxas.empty())
+    GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
+  std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "fwp-ptx-kernels";
+  std::filesystem::create_directories(dir);
+  std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  int kernels = 0;
+  for (const DescCase &c : kDescs) {
+    KernelDesc desc = cudaDesc(c);
+    SCOPED_TRACE(desc.str());
+    auto code = fwp::jit::compile(desc)->deviceCode();
+    ASSERT_FALSE(code.ptx.empty());
+    for (const auto &[module, ptx] : code.ptx) {
+      std::filesystem::path file = dir / (module + ".ptx");
+      std::ofstream(file) << ptx;
+      auto [status, output] =
+          run(ptxas + " -arch=sm_90 -v " + file.string() + " -o /dev/null");
+      EXPECT_EQ(status, 0) << module << ":\n" << output;
+      int spillBytes = 0;
+      for (std::sregex_iterator it(output.begin(), output.end(), spills), end;
+           it != end; ++it)
+        spillBytes += std::stoi((*it)[1]) + std::stoi((*it)[2]);
+      EXPECT_EQ(spillBytes, 0) << module << ":\n" << output;
+      ++kernels;
+    }
+  }
+  std::printf("[ ptxas    ] %d kernels assemble for sm_90 with 0 spill bytes\n",
+              kernels);
+}
+
+/// The byte widths of the parameters of PTX entry `kernel`.
+std::vector<size_t> entryParameterWidths(const std::string &ptx,
+                                         const std::string &kernel) {
+  size_t start = ptx.find(".entry " + kernel + "(");
+  if (start == std::string::npos)
+    return {};
+  std::string params = ptx.substr(start, ptx.find(')', start) - start);
+  std::regex param(R"(\.param\s+\.([busf])(\d+))");
+  std::vector<size_t> widths;
+  for (std::sregex_iterator it(params.begin(), params.end(), param), end;
+       it != end; ++it)
+    widths.push_back(std::stoul((*it)[2]) / 8);
+  return widths;
+}
+
+/// Records launches; memory is fake (nothing is read or written).
+class RecordingDevice : public fwp::rt::PlanDevice {
+public:
+  explicit RecordingDevice(const std::map<std::string, std::string> &ptx)
+      : ptx(ptx) {}
+  uint64_t alloc(size_t) override { return next += 1 << 20; }
+  void free(uint64_t) override {}
+  void copy(uint64_t, uint64_t, size_t) override {}
+  void launch(const std::string &module, const std::string &kernel,
+              fwp::rt::Dim3 grid, fwp::rt::Dim3 block, unsigned shared,
+              const std::vector<std::vector<uint8_t>> &params) override {
+    SCOPED_TRACE(module + " " + kernel);
+    auto it = ptx.find(module);
+    ASSERT_NE(it, ptx.end());
+    std::vector<size_t> widths = entryParameterWidths(it->second, kernel);
+    ASSERT_EQ(widths.size(), params.size());
+    for (size_t i = 0; i < widths.size(); ++i)
+      EXPECT_EQ(params[i].size(), widths[i]) << "parameter " << i;
+    EXPECT_GE(grid.x * grid.y * grid.z, 1u);
+    EXPECT_LE(block.x * block.y * block.z, 1024u);
+    EXPECT_EQ(shared, 0u);
+    ++launches;
+  }
+  int launches = 0;
+
+private:
+  const std::map<std::string, std::string> &ptx;
+  uint64_t next = 0;
+};
+
+TEST(PtxKernelsTest, PlansPassWhatEveryKernelDeclares) {
+  for (const DescCase &c : kDescs) {
+    KernelDesc desc = cudaDesc(c);
+    SCOPED_TRACE(desc.str());
+    auto code = fwp::jit::compile(desc)->deviceCode();
+    auto dtype =
+        c.dtype == DType::F32 ? fwp::rt::DType::F32 : fwp::rt::DType::F64;
+    int64_t dm = desc.dModel(), seqLen = 37, batch = 2;
+    std::vector<int64_t> steps = {seqLen, batch, dm}, square = {dm, dm},
+                         gate = {desc.heads, dm}, bias = {dm};
+    std::vector<std::vector<int64_t>> shapes = {steps, square, square, square,
+                                                gate,  square, bias};
+    for (bool backward : {false, true}) {
+      std::vector<std::vector<int64_t>> args = shapes;
+      if (backward) {
+        args.push_back(steps); // dy
+        args.insert(args.end(), shapes.begin(), shapes.end());
+      } else {
+        args.push_back(steps); // y
+      }
+      std::vector<fwp::rt::BufferRef> refs;
+      for (size_t i = 0; i < args.size(); ++i)
+        refs.push_back({0x1000 * (i + 1), args[i], dtype});
+      fwp::rt::Plan plan = fwp::rt::Plan::parse(
+          backward ? code.backwardPlan : code.forwardPlan, "plan");
+      RecordingDevice device(code.ptx);
+      fwp::rt::execute(plan, device, refs);
+      EXPECT_GT(device.launches, 0);
+    }
+  }
+}
+
+// Compiling for the GPU needs no GPU; running does, and says so.
+TEST(PtxKernelsTest, WithoutAGpuTheFirstCallSaysWhy) {
+  std::string whyNot;
+  if (fwp::rt::cudaUsable(&whyNot))
+    GTEST_SKIP() << "a CUDA GPU is usable here: nothing to refuse";
+  KernelDesc desc = cudaDesc(kDescs[0]);
+  auto kernel = fwp::jit::compile(desc);
+  int64_t dm = desc.dModel();
+  std::vector<float> x(dm), w(dm * dm), wBeta(desc.heads * dm), b(dm), y(dm);
+  try {
+    kernel->forward(1, 1, x.data(), w.data(), w.data(), w.data(), wBeta.data(),
+                    w.data(), b.data(), y.data());
+    ADD_FAILURE() << "forward ran without a GPU";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find(whyNot), std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
