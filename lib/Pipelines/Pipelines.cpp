@@ -93,12 +93,11 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
   buildFwpToLoopsPipeline(pm, options.chunkSize);
-  // Our scan kernels first, so that upstream's greedy mapper only sees the
-  // loops of the projections and the output layer.
+  // The scan kernels first: what is left are the dense loops of the
+  // projections, the output layer and the gradients.
   pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
   pm.addPass(createConvertLinalgToParallelLoopsPass());
-  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
-  pm.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createFwpParallelLoopsToGPU());
   pm.addPass(createGpuKernelOutliningPass());
 
   GpuNVVMAttachTargetOptions target;

@@ -24,4 +24,23 @@ def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def FwpParallelLoopsToGPU : Pass<"fwp-parallel-loops-to-gpu"> {
+  let summary = "Map dense scf.parallel loops onto one GPU thread per point";
+  let description = [{
+    Each outermost `scf.parallel` outside a `gpu.launch` (the projections,
+    the output layer and the dense gradients, after
+    `convert-linalg-to-parallel-loops`) becomes a `gpu.launch` of
+    `ceil(points / block-size)` blocks with one thread per point, points
+    numbered row-major so that consecutive threads take consecutive points
+    of the innermost dimension.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "threads per block">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // FWP_CONVERSION_PASSES_TD
