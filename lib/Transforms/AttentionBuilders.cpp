@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -139,6 +140,36 @@ Value splitHeads(OpBuilder &b, Location loc, Value value,
 Value mergeHeads(OpBuilder &b, Location loc, Value value) {
   return tensor::CollapseShapeOp::create(
       b, loc, value, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
+SmallVector<OpFoldResult> modelSizes(OpBuilder &b, Location loc, Value x,
+                                     int64_t dModel) {
+  return {tensor::getMixedSize(b, loc, x, 0),
+          tensor::getMixedSize(b, loc, x, 1), b.getIndexAttr(dModel)};
+}
+
+HeadProjections createHeadProjections(OpBuilder &b, Location loc, Value x,
+                                      Value wQ, Value wK, Value wV,
+                                      ArrayRef<OpFoldResult> sizes,
+                                      int64_t heads, Value zeros) {
+  int64_t dHead = *getConstantIntValue(sizes[2]) / heads;
+  auto project = [&](Value weight) {
+    Value projected = createProjection(b, loc, x, weight, zeros);
+    return splitHeads(b, loc, projected, sizes, heads, dHead);
+  };
+  // Named values fix the order of the ops (argument order is unspecified).
+  HeadProjections p;
+  p.q = project(wQ);
+  p.k = project(wK);
+  p.v = project(wV);
+  return p;
+}
+
+LogicalResult applyPatternsOnly(Operation *op, RewritePatternSet &&patterns) {
+  GreedyRewriteConfig config;
+  config.enableFolding(false).setRegionSimplificationLevel(
+      GreedySimplifyRegionLevel::Disabled);
+  return applyPatternsGreedily(op, std::move(patterns), config);
 }
 
 } // namespace fwp

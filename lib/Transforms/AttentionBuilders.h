@@ -68,6 +68,28 @@ mlir::Value splitHeads(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value mergeHeads(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::Value value);
 
+/// The per-head q, k, v = x W^T of an attention-like op, [T, B, H, d_k],
+/// with `sizes` = [T, B, d_model] of x; `zeros` [T, B, d_model] is their
+/// shared accumulator (tensors are values).
+struct HeadProjections {
+  mlir::Value q, k, v;
+};
+HeadProjections createHeadProjections(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::Value x, mlir::Value wQ,
+                                      mlir::Value wK, mlir::Value wV,
+                                      llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                                      int64_t heads, mlir::Value zeros);
+
+/// [T, B, d_model] of x, with T and B from x when dynamic.
+llvm::SmallVector<mlir::OpFoldResult> modelSizes(mlir::OpBuilder &b,
+                                                 mlir::Location loc,
+                                                 mlir::Value x, int64_t dModel);
+
+/// Applies `patterns` greedily to what they match only: no folding and no
+/// region simplification of unrelated IR (fwp's rewriting passes).
+mlir::LogicalResult applyPatternsOnly(mlir::Operation *op,
+                                      mlir::RewritePatternSet &&patterns);
+
 /// The static d_model of an attention-like op, from whichever operand knows
 /// it (the verifier checked that they agree).
 template <typename AttentionLikeOp>

@@ -69,29 +69,16 @@ struct DecomposeAttentionPattern : OpRewritePattern<AttentionOp> {
     std::optional<int64_t> dModel = staticModelSize(op);
     if (!dModel)
       return rewriter.notifyMatchFailure(op, "d_model is not static");
-    int64_t heads = op.getHeads();
     Location loc = op.getLoc();
     Value x = op.getX();
 
-    // [T, B, d_model], with T and B taken from x when dynamic.
-    SmallVector<OpFoldResult> sizes = {
-        tensor::getMixedSize(rewriter, loc, x, 0),
-        tensor::getMixedSize(rewriter, loc, x, 1),
-        rewriter.getIndexAttr(*dModel)};
-
-    // One zero accumulator serves the three projections: tensors are values.
+    SmallVector<OpFoldResult> sizes = modelSizes(rewriter, loc, x, *dModel);
     Value zeros =
         createZeros(rewriter, loc, sizes, op.getY().getType().getElementType());
-    auto projectHeads = [&](Value weight) {
-      Value projected = createProjection(rewriter, loc, x, weight, zeros);
-      return splitHeads(rewriter, loc, projected, sizes, heads,
-                        *dModel / heads);
-    };
-    // Named values fix the order of the ops (argument order is unspecified).
-    Value q = projectHeads(op.getWQ());
-    Value k = projectHeads(op.getWK());
-    Value v = projectHeads(op.getWV());
-    Value headOutputs = createHeadScan(rewriter, op, q, k, v);
+    HeadProjections heads =
+        createHeadProjections(rewriter, loc, x, op.getWQ(), op.getWK(),
+                              op.getWV(), sizes, op.getHeads(), zeros);
+    Value headOutputs = createHeadScan(rewriter, op, heads.q, heads.k, heads.v);
 
     // Concatenate the heads in head order, then the output layer.
     Value merged = mergeHeads(rewriter, loc, headOutputs);
@@ -130,13 +117,7 @@ struct FwpDecomposeAttention
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeAttentionPattern>(&getContext());
     populateDecomposeAttentionGradPatterns(patterns);
-    // Rewrite only what the pattern matches: no folding or region
-    // simplification of unrelated IR.
-    GreedyRewriteConfig config;
-    config.enableFolding(false).setRegionSimplificationLevel(
-        GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsOnly(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

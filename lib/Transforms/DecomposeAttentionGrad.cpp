@@ -62,20 +62,13 @@ struct DecomposeAttentionGradPattern : OpRewritePattern<AttentionGradOp> {
     bool delta = op.getRule() == Rule::Delta;
     Value x = op.getX();
     Type elementType = op.getDx().getType().getElementType();
-    SmallVector<OpFoldResult> sizes = {
-        tensor::getMixedSize(rewriter, loc, x, 0),
-        tensor::getMixedSize(rewriter, loc, x, 1),
-        rewriter.getIndexAttr(*dModel)};
+    SmallVector<OpFoldResult> sizes = modelSizes(rewriter, loc, x, *dModel);
     Value zeros = createZeros(rewriter, loc, sizes, elementType);
 
     // The forward again: per-head projections, gate and outputs o.
-    auto projectHeads = [&](Value weight) {
-      Value projected = createProjection(rewriter, loc, x, weight, zeros);
-      return splitHeads(rewriter, loc, projected, sizes, heads, dHead);
-    };
-    Value q = projectHeads(op.getWQ());
-    Value k = projectHeads(op.getWK());
-    Value v = projectHeads(op.getWV());
+    auto [q, k, v] =
+        createHeadProjections(rewriter, loc, x, op.getWQ(), op.getWK(),
+                              op.getWV(), sizes, heads, zeros);
     auto headType = cast<RankedTensorType>(v.getType());
     Value beta;
     if (delta)

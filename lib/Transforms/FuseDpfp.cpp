@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionBuilders.h"
+
 #include "fwp/Dialect/FwpOps.h"
 #include "fwp/Transforms/Passes.h"
 
@@ -59,13 +61,7 @@ struct FwpFuseDpfp : fwp::impl::FwpFuseDpfpBase<FwpFuseDpfp> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseDpfpIntoScan>(&getContext());
-    // Rewrite only what the pattern matches: no folding or region
-    // simplification of unrelated IR.
-    GreedyRewriteConfig config;
-    config.enableFolding(false).setRegionSimplificationLevel(
-        GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsOnly(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

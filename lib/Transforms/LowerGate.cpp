@@ -84,13 +84,7 @@ struct FwpLowerGate : fwp::impl::FwpLowerGateBase<FwpLowerGate> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerGatePattern>(&getContext());
-    // Rewrite only fwp.gate: no folding or region simplification of
-    // unrelated IR.
-    GreedyRewriteConfig config;
-    config.enableFolding(false).setRegionSimplificationLevel(
-        GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsOnly(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
