@@ -16,8 +16,7 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
-	@scripts/skip-summary.sh $(BUILD)
+	scripts/run-tests.sh $(BUILD) $(JOBS)
 
 # The main job: compile the whole module to PTX (and check it with ptxas
 # when it is installed), then run it on random inputs on the best backend.

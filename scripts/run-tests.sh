@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test under ctest, then says why tests were skipped (a missing
+# GPU, ptxas or libdevice: never silently), and ends on one line of counts.
+# Usage: run-tests.sh BUILD_DIR JOBS
+set -uo pipefail
+build="${1:-build}"
+jobs="${2:-2}"
+out="$build/ctest-output.txt"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" 2>&1 | tee "$out"
+status=${PIPESTATUS[0]}
+scripts/skip-summary.sh "$build"
+total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$out" | tail -1)
+failed=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p' "$out" | tail -1)
+skipped=$(grep -c '(Skipped)$' "$out" || true)
+if [[ -n "$total" && -n "$failed" ]]; then
+  echo "tests: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
+fi
+exit "$status"
