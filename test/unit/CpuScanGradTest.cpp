@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ScanKernelForTesting.h"
+#include "TestUtils.h"
 
 #include "fwp/Reference/Reference.h"
 
@@ -38,29 +39,10 @@ using fwp::jit::DType;
 using fwp::jit::Rule;
 using fwp::jit::testing::CompiledScan;
 using fwp::jit::testing::ScanKernelDesc;
+using fwp::test::randomValues;
+using fwp::test::relativeError;
 
 namespace {
-
-/// Deterministic values in [-scale, scale).
-class Lcg {
-public:
-  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
-  double next(double scale) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-  }
-
-private:
-  uint64_t state;
-};
-
-std::vector<double> randomValues(size_t n, uint64_t seed, double scale) {
-  Lcg rng(seed);
-  std::vector<double> v(n);
-  for (double &e : v)
-    e = rng.next(scale);
-  return v;
-}
 
 /// Sizes of one run of a compiled scan. zeroSteps are steps whose keys are
 /// all zero in every (batch, head) row, or only in row (zeroBatch,
@@ -95,19 +77,6 @@ std::string describe(const ScanKernelDesc &d) {
   if (d.dFinalState)
     s += " d_final";
   return s;
-}
-
-double relativeError(const std::vector<double> &got,
-                     const std::vector<double> &ref) {
-  EXPECT_EQ(got.size(), ref.size());
-  double maxDiff = 0, maxRef = 0;
-  for (size_t i = 0; i < got.size() && i < ref.size(); ++i) {
-    if (std::isnan(got[i]))
-      return INFINITY;
-    maxDiff = std::max(maxDiff, std::abs(got[i] - ref[i]));
-    maxRef = std::max(maxRef, std::abs(ref[i]));
-  }
-  return maxRef > 0 ? maxDiff / maxRef : maxDiff;
 }
 
 /// Everything one run reads, and the reference's answers.

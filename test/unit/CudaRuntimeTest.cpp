@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeTestUtils.h"
+
 #include "fwp/Runtime/Cuda.h"
 #include "fwp/Runtime/KernelSet.h"
 #include "fwp/Runtime/Manifest.h"
@@ -17,37 +19,20 @@
 
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 using namespace fwp::rt;
+using fwp::test::contains;
+using fwp::test::iota;
+using fwp::test::messageOf;
+using fwp::test::writeFile;
 
 namespace {
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-/// The message of the exception of type E that `fn` throws ("" and a test
-/// failure if it throws none).
-template <typename E, typename Fn> std::string messageOf(Fn &&fn) {
-  try {
-    fn();
-  } catch (const E &e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
-
-::testing::AssertionResult contains(const std::string &text,
-                                    const std::string &part) {
-  if (text.find(part) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "'" << text << "' does not contain '" << part << "'";
-}
 
 std::string parseError(const std::string &text) {
   return messageOf<ManifestError>(
@@ -57,12 +42,6 @@ std::string parseError(const std::string &text) {
 std::string tempPath(const std::string &name) {
   return ::testing::TempDir() + "fwp_runtime_test_" + std::to_string(getpid()) +
          "_" + name;
-}
-
-void writeFile(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
 }
 
 const char *const kScanManifest = R"(# written by a test
@@ -516,21 +495,7 @@ arg i32 n
 arg i32 shared_floats
 )";
 
-class CudaGpuTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!cudaUsable(&why))
-      GTEST_SKIP() << "no usable CUDA GPU: " << why;
-  }
-};
-
-std::vector<float> iota(size_t n, float start) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = start + float(i);
-  return v;
-}
+class CudaGpuTest : public fwp::test::GpuTest {};
 
 Sizes blocksFor(int64_t n) { return {{"blocks", (n + 127) / 128}}; }
 

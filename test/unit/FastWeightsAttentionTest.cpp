@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestUtils.h"
+
 #include "fwp/FastWeightsAttention.h"
 #include "fwp/Reference/Reference.h"
 
@@ -26,29 +28,9 @@
 using fwp::DPFP;
 using fwp::FastWeightsAttention;
 using fwp::FastWeightsAttentionOptions;
+using fwp::test::randomFloats;
 
 namespace {
-
-/// Deterministic values in [-scale, scale).
-class Lcg {
-public:
-  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
-  double next(double scale) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-  }
-
-private:
-  uint64_t state;
-};
-
-std::vector<float> randomFloats(int64_t count, uint64_t seed, double scale) {
-  Lcg rng(seed);
-  std::vector<float> v(count);
-  for (float &e : v)
-    e = static_cast<float>(rng.next(scale));
-  return v;
-}
 
 std::vector<double> widen(const std::vector<float> &v) {
   return std::vector<double>(v.begin(), v.end());

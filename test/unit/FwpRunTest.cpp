@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestUtils.h"
+
 #include "fwp/Reference/Reference.h"
 #include "fwp/Runtime/Driver.h"
 #include "fwp/Support/Npy.h"
@@ -41,31 +43,14 @@ struct Sizes {
   int64_t seqLen = 5, batch = 2, dModel = 8, heads = 2;
 };
 
-/// Deterministic values in [-scale, scale).
-class Lcg {
-public:
-  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
-  double next(double scale) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-  }
-
-private:
-  uint64_t state;
-};
-
 Array randomArray(std::vector<int64_t> shape, DType dtype, uint64_t seed,
                   double scale) {
   Array a;
   a.shape = std::move(shape);
   a.dtype = dtype;
-  Lcg rng(seed);
-  int64_t n = fwp::npy::numElements(a.shape);
-  for (int64_t i = 0; i < n; ++i) {
-    double v = rng.next(scale);
-    // Inputs stored as float32 are exactly what the tool reads back.
-    a.values.push_back(dtype == DType::F32 ? static_cast<float>(v) : v);
-  }
+  // Inputs stored as float32 are exactly what the tool reads back.
+  a.values = fwp::test::randomValues(fwp::npy::numElements(a.shape), seed,
+                                     scale, dtype == DType::F32);
   return a;
 }
 
@@ -101,6 +86,39 @@ fwp::ref::AttentionParams paramsOf(const Inputs &in) {
 fwp::ref::AttentionShape shapeOf(const Inputs &in) {
   const Array &x = in.at("x.npy");
   return {x.shape[0], x.shape[1], x.shape[2]};
+}
+
+fwp::ref::AttentionConfig
+configOf(int64_t heads, int64_t nu = 1,
+         fwp::ref::Rule rule = fwp::ref::Rule::Delta) {
+  fwp::ref::AttentionConfig config;
+  config.heads = heads;
+  config.nu = nu;
+  config.rule = rule;
+  return config;
+}
+
+/// y of fwp::ref::attention on `inputs`.
+std::vector<double> referenceY(const Inputs &inputs,
+                               const fwp::ref::AttentionConfig &config) {
+  return fwp::ref::attention(config, shapeOf(inputs), inputs.at("x.npy").values,
+                             paramsOf(inputs))
+      .y;
+}
+
+std::vector<double> referenceY(const Inputs &inputs, int64_t heads,
+                               int64_t nu = 1,
+                               fwp::ref::Rule rule = fwp::ref::Rule::Delta) {
+  return referenceY(inputs, configOf(heads, nu, rule));
+}
+
+/// fwp::ref::attentionBackward on `inputs`, with their dy.
+fwp::ref::AttentionGradients
+referenceGradients(const Inputs &inputs, int64_t heads, int64_t nu = 1,
+                   fwp::ref::Rule rule = fwp::ref::Rule::Delta) {
+  return fwp::ref::attentionBackward(
+      configOf(heads, nu, rule), shapeOf(inputs), inputs.at("x.npy").values,
+      paramsOf(inputs), inputs.at("dy.npy").values);
 }
 
 /// The layer written out with plain loops, independently of the reference
@@ -210,6 +228,14 @@ const std::vector<std::string> kGradientFiles = {
     "db_o.npy", "dw_beta.npy", "dw_k.npy", "dw_o.npy",
     "dw_q.npy", "dw_v.npy",    "dx.npy"};
 
+/// The files of a backward run, sorted.
+std::vector<std::string> gradientFilesAndY() {
+  std::vector<std::string> files = kGradientFiles;
+  files.push_back("y.npy");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 class FwpRunTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -230,6 +256,13 @@ protected:
   void writeInputs(const Inputs &inputs) {
     for (const auto &[name, array] : inputs)
       fwp::npy::write((in / name).string(), array);
+  }
+
+  /// makeInputs(s, dtype, withDy), written to the inputs directory.
+  Inputs writeNewInputs(const Sizes &s, DType dtype, bool withDy) {
+    Inputs inputs = makeInputs(s, dtype, withDy);
+    writeInputs(inputs);
+    return inputs;
   }
 
   /// Runs fwp-run with `args` (already shell-quoted where needed).
@@ -301,6 +334,14 @@ protected:
     return fwp::npy::read((out / name).string());
   }
 
+  /// y.npy, expected in `dtype` and of shape [seq_len, batch, d_model].
+  Array readY(const Sizes &s, DType dtype) {
+    Array y = readOutput("y.npy");
+    EXPECT_EQ(y.dtype, dtype);
+    EXPECT_EQ(y.shape, (std::vector<int64_t>{s.seqLen, s.batch, s.dModel}));
+    return y;
+  }
+
   fs::path root, in, out;
 };
 
@@ -339,83 +380,50 @@ TEST_F(FwpRunTest, HelpPrintsUsage) {
 
 TEST_F(FwpRunTest, ForwardFloat64MatchesIndependentLoops) {
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F64, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, false);
   expectSuccess(run(args("--heads 2 --nu 2")));
   EXPECT_EQ(listDir(out), std::vector<std::string>{"y.npy"});
-  Array y = readOutput("y.npy");
-  EXPECT_EQ(y.dtype, DType::F64);
-  EXPECT_EQ(y.shape, (std::vector<int64_t>{s.seqLen, s.batch, s.dModel}));
+  Array y = readY(s, DType::F64);
   expectValues(y, naiveForward(inputs, 2, 2, 1e-6, true), 1e-12);
 }
 
 TEST_F(FwpRunTest, ForwardFloat64MatchesReferenceExactly) {
   Sizes s;
   s.heads = 4;
-  Inputs inputs = makeInputs(s, DType::F64, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, false);
   expectSuccess(run(args("--heads 4 --backend reference")));
-  fwp::ref::AttentionConfig config;
-  config.heads = 4;
-  fwp::ref::AttentionOutputs ref = fwp::ref::attention(
-      config, shapeOf(inputs), inputs["x.npy"].values, paramsOf(inputs));
-  expectValues(readOutput("y.npy"), ref.y);
+  expectValues(readOutput("y.npy"), referenceY(inputs, 4));
 }
 
 TEST_F(FwpRunTest, OptionsReachTheBackend) {
   // Sum rule, nu = 3, a large eps, "--opt=value" spelling.
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F64, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, false);
   expectSuccess(run(args("--heads=2 --rule=sum --nu 3 --eps 0.5")));
-  fwp::ref::AttentionConfig config;
-  config.heads = 2;
-  config.nu = 3;
+  fwp::ref::AttentionConfig config = configOf(2, 3, fwp::ref::Rule::Sum);
   config.eps = 0.5;
-  config.rule = fwp::ref::Rule::Sum;
-  expectValues(readOutput("y.npy"),
-               fwp::ref::attention(config, shapeOf(inputs),
-                                   inputs["x.npy"].values, paramsOf(inputs))
-                   .y);
+  expectValues(readOutput("y.npy"), referenceY(inputs, config));
   expectValues(readOutput("y.npy"), naiveForward(inputs, 2, 3, 0.5, false),
                1e-12);
 }
 
 TEST_F(FwpRunTest, ForwardFloat32WritesFloat32) {
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F32, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F32, false);
   expectSuccess(run(args("--heads 2")));
-  Array y = readOutput("y.npy");
-  EXPECT_EQ(y.dtype, DType::F32);
-  EXPECT_EQ(y.shape, (std::vector<int64_t>{s.seqLen, s.batch, s.dModel}));
-  fwp::ref::AttentionConfig config;
-  config.heads = 2;
+  Array y = readY(s, DType::F32);
   // The reference computes in float64 from the float32 inputs; only the
   // output is rounded.
-  std::vector<double> ref =
-      fwp::ref::attention(config, shapeOf(inputs), inputs["x.npy"].values,
-                          paramsOf(inputs))
-          .y;
-  expectValues(y, roundToFloat(ref));
+  expectValues(y, roundToFloat(referenceY(inputs, 2)));
 }
 
 TEST_F(FwpRunTest, BackwardFloat64WritesAllGradients) {
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F64, true);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, true);
   expectSuccess(run(args("--heads 2 --nu 2")));
-  std::vector<std::string> expectedFiles = kGradientFiles;
-  expectedFiles.push_back("y.npy");
-  std::sort(expectedFiles.begin(), expectedFiles.end());
-  EXPECT_EQ(listDir(out), expectedFiles);
+  EXPECT_EQ(listDir(out), gradientFilesAndY());
 
-  fwp::ref::AttentionConfig config;
-  config.heads = 2;
-  config.nu = 2;
-  fwp::ref::AttentionGradients g = fwp::ref::attentionBackward(
-      config, shapeOf(inputs), inputs["x.npy"].values, paramsOf(inputs),
-      inputs["dy.npy"].values);
+  fwp::ref::AttentionGradients g = referenceGradients(inputs, 2, 2);
   int64_t t = s.seqLen, b = s.batch, d = s.dModel, h = s.heads;
   struct Expect {
     const char *name;
@@ -440,15 +448,10 @@ TEST_F(FwpRunTest, BackwardFloat64WritesAllGradients) {
 TEST_F(FwpRunTest, BackwardFloat32WritesFloat32Gradients) {
   Sizes s;
   s.heads = 1;
-  Inputs inputs = makeInputs(s, DType::F32, true);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F32, true);
   expectSuccess(run(args("--heads 1 --rule sum")));
-  fwp::ref::AttentionConfig config;
-  config.heads = 1;
-  config.rule = fwp::ref::Rule::Sum;
-  fwp::ref::AttentionGradients g = fwp::ref::attentionBackward(
-      config, shapeOf(inputs), inputs["x.npy"].values, paramsOf(inputs),
-      inputs["dy.npy"].values);
+  fwp::ref::AttentionGradients g =
+      referenceGradients(inputs, 1, 1, fwp::ref::Rule::Sum);
   std::map<std::string, const std::vector<double> *> expected = {
       {"dx.npy", &g.x},    {"dw_q.npy", &g.wQ},       {"dw_k.npy", &g.wK},
       {"dw_v.npy", &g.wV}, {"dw_beta.npy", &g.wBeta}, {"dw_o.npy", &g.wO},
@@ -504,8 +507,7 @@ TEST_F(FwpRunTest, ReplacesOutputsInExistingDirectory) {
 
 TEST_F(FwpRunTest, InputsDirectoryAsOutputs) {
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F64, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, false);
   out = in;
   expectSuccess(run(args("--heads 2")));
   std::vector<std::string> names;
@@ -544,18 +546,6 @@ double relativeError(const Array &y, const std::vector<double> &ref) {
   return maxRef > 0 ? maxDiff / maxRef : maxDiff;
 }
 
-std::vector<double> referenceY(const Inputs &inputs, int64_t heads,
-                               int64_t nu = 1,
-                               fwp::ref::Rule rule = fwp::ref::Rule::Delta) {
-  fwp::ref::AttentionConfig config;
-  config.heads = heads;
-  config.nu = nu;
-  config.rule = rule;
-  return fwp::ref::attention(config, shapeOf(inputs), inputs.at("x.npy").values,
-                             paramsOf(inputs))
-      .y;
-}
-
 /// Checks every gradient file in `dir` against fwp::ref::attentionBackward
 /// on the same inputs: max|g - gref| / max|gref| <= bound per gradient (the
 /// sum rule's dw_beta must be exactly zero), each in the inputs' dtype and
@@ -563,13 +553,7 @@ std::vector<double> referenceY(const Inputs &inputs, int64_t heads,
 void expectGradientsNear(const fs::path &dir, const Inputs &inputs,
                          int64_t heads, int64_t nu, fwp::ref::Rule rule,
                          double bound) {
-  fwp::ref::AttentionConfig config;
-  config.heads = heads;
-  config.nu = nu;
-  config.rule = rule;
-  fwp::ref::AttentionGradients g = fwp::ref::attentionBackward(
-      config, shapeOf(inputs), inputs.at("x.npy").values, paramsOf(inputs),
-      inputs.at("dy.npy").values);
+  fwp::ref::AttentionGradients g = referenceGradients(inputs, heads, nu, rule);
   const std::map<std::string, std::pair<const char *, std::vector<double> *>>
       expected = {{"dx.npy", {"x.npy", &g.x}},
                   {"dw_q.npy", {"w_q.npy", &g.wQ}},
@@ -594,12 +578,9 @@ void expectGradientsNear(const fs::path &dir, const Inputs &inputs,
 TEST_F(FwpRunTest, CpuBackendFloat32MatchesReference) {
   Sizes s;
   s.seqLen = 11; // chunks of 4: two full, one partial
-  Inputs inputs = makeInputs(s, DType::F32, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F32, false);
   expectSuccess(run(args("--heads 2 --nu 2 --backend cpu --chunk-size 4")));
-  Array y = readOutput("y.npy");
-  EXPECT_EQ(y.dtype, DType::F32);
-  EXPECT_EQ(y.shape, (std::vector<int64_t>{s.seqLen, s.batch, s.dModel}));
+  Array y = readY(s, DType::F32);
   EXPECT_LE(relativeError(y, referenceY(inputs, 2, 2)), 1e-5);
 
   // The default chunk size (64 > seq_len), the sum rule.
@@ -611,8 +592,7 @@ TEST_F(FwpRunTest, CpuBackendFloat32MatchesReference) {
 
 TEST_F(FwpRunTest, CpuBackendFloat64MatchesReference) {
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F64, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, false);
   expectSuccess(run(args("--heads 2 --nu 3 --backend cpu --chunk-size 2")));
   Array y = readOutput("y.npy");
   EXPECT_EQ(y.dtype, DType::F64);
@@ -622,13 +602,9 @@ TEST_F(FwpRunTest, CpuBackendFloat64MatchesReference) {
 TEST_F(FwpRunTest, CpuBackendBackwardFloat32MatchesReference) {
   Sizes s;
   s.seqLen = 11; // chunks of 4: two full, one partial
-  Inputs inputs = makeInputs(s, DType::F32, true);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F32, true);
   expectSuccess(run(args("--heads 2 --nu 2 --backend cpu --chunk-size 4")));
-  std::vector<std::string> expectedFiles = kGradientFiles;
-  expectedFiles.push_back("y.npy");
-  std::sort(expectedFiles.begin(), expectedFiles.end());
-  EXPECT_EQ(listDir(out), expectedFiles);
+  EXPECT_EQ(listDir(out), gradientFilesAndY());
   EXPECT_LE(relativeError(readOutput("y.npy"), referenceY(inputs, 2, 2)), 1e-5);
   expectGradientsNear(out, inputs, 2, 2, fwp::ref::Rule::Delta, 1e-4);
 
@@ -640,8 +616,7 @@ TEST_F(FwpRunTest, CpuBackendBackwardFloat32MatchesReference) {
 TEST_F(FwpRunTest, CpuBackendBackwardFloat64MatchesReference) {
   Sizes s;
   s.heads = 4;
-  Inputs inputs = makeInputs(s, DType::F64, true);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, true);
   expectSuccess(run(args("--heads 4 --backend cpu --chunk-size 2")));
   expectGradientsNear(out, inputs, 4, 1, fwp::ref::Rule::Delta, 1e-9);
 }
@@ -678,8 +653,7 @@ std::string expectChoiceLine(const std::string &err) {
 
 TEST_F(FwpRunTest, DefaultBackendSaysWhichItUses) {
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F32, false);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F32, false);
   RunResult r = run("--inputs " + quote(in.string()) + " --outputs " +
                     quote(out.string()) + " --heads 2");
   EXPECT_EQ(r.status, 0) << r.err;
@@ -696,8 +670,7 @@ TEST_F(FwpRunTest, DefaultBackendSaysWhichItUses) {
 
 TEST_F(FwpRunTest, DefaultBackendForTheBackwardIsCpu) {
   Sizes s;
-  Inputs inputs = makeInputs(s, DType::F64, true);
-  writeInputs(inputs);
+  Inputs inputs = writeNewInputs(s, DType::F64, true);
   RunResult r = run("--inputs " + quote(in.string()) + " --outputs " +
                     quote(out.string()) + " --heads 2");
   EXPECT_EQ(r.status, 0) << r.err;

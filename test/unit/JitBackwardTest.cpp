@@ -34,7 +34,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionTestUtils.h"
 #include "BackendUnderTest.h"
+#include "TestUtils.h"
 
 #include "fwp/JIT/JIT.h"
 #include "fwp/Reference/Reference.h"
@@ -42,108 +44,24 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <functional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 using fwp::jit::CompiledAttention;
 using fwp::jit::DType;
-using fwp::jit::KernelDesc;
 using fwp::jit::Rule;
+using fwp::test::Case;
+using fwp::test::cast;
+using fwp::test::invalidArgumentMessage;
+using fwp::test::makeProblem;
+using fwp::test::Problem;
+using fwp::test::relativeError;
+using fwp::test::runForward;
+using fwp::test::smallCase;
 
 namespace {
-
-/// Deterministic values in [-scale, scale).
-class Lcg {
-public:
-  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
-  double next(double scale) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-  }
-
-private:
-  uint64_t state;
-};
-
-/// One backward to check. zeroSteps are steps t whose x rows are all zero
-/// (every batch row, or only row zeroBatch if it is >= 0): a zero key
-/// writes nothing to the fast weights.
-struct Case {
-  Rule rule;
-  int64_t heads, dHead, nu, chunk;
-  int64_t seqLen, batch;
-  std::vector<int64_t> zeroSteps = {};
-  int64_t zeroBatch = -1;
-
-  KernelDesc desc(DType dtype) const {
-    KernelDesc d;
-    d.rule = rule;
-    d.heads = heads;
-    d.dHead = dHead;
-    d.nu = nu;
-    d.chunkSize = chunk;
-    d.dtype = dtype;
-    d.backend = fwp::test::kBackend;
-    return d;
-  }
-
-  std::string name() const {
-    std::string s = rule == Rule::Delta ? "delta" : "sum";
-    s += " H=" + std::to_string(heads) + " dk=" + std::to_string(dHead) +
-         " nu=" + std::to_string(nu) + " C=" + std::to_string(chunk) +
-         " T=" + std::to_string(seqLen) + " B=" + std::to_string(batch);
-    if (!zeroSteps.empty())
-      s += " zero-steps=" + std::to_string(zeroSteps.size());
-    return s;
-  }
-};
-
-struct Problem {
-  fwp::ref::AttentionConfig config;
-  fwp::ref::AttentionShape shape;
-  std::vector<double> x, dy;
-  fwp::ref::AttentionParams params;
-};
-
-std::vector<double> randomValues(int64_t n, uint64_t seed, double scale,
-                                 DType dtype) {
-  Lcg rng(seed);
-  std::vector<double> v(n);
-  for (double &e : v) {
-    e = rng.next(scale);
-    if (dtype == DType::F32)
-      e = static_cast<float>(e); // what the float32 kernel will read
-  }
-  return v;
-}
-
-Problem makeProblem(const Case &c, DType dtype, uint64_t seed) {
-  Problem p;
-  p.config.heads = c.heads;
-  p.config.nu = c.nu;
-  p.config.rule =
-      c.rule == Rule::Delta ? fwp::ref::Rule::Delta : fwp::ref::Rule::Sum;
-  int64_t dm = c.heads * c.dHead;
-  p.shape = {c.seqLen, c.batch, dm};
-  p.x = randomValues(c.seqLen * c.batch * dm, seed, 1.0, dtype);
-  for (int64_t t : c.zeroSteps)
-    for (int64_t b = 0; b < c.batch; ++b)
-      if (c.zeroBatch < 0 || c.zeroBatch == b)
-        std::fill_n(p.x.begin() + (t * c.batch + b) * dm, dm, 0.0);
-  p.params.wQ = randomValues(dm * dm, seed + 1, 0.5, dtype);
-  p.params.wK = randomValues(dm * dm, seed + 2, 0.5, dtype);
-  p.params.wV = randomValues(dm * dm, seed + 3, 0.5, dtype);
-  p.params.wBeta = randomValues(c.heads * dm, seed + 4, 0.5, dtype);
-  p.params.wO = randomValues(dm * dm, seed + 5, 0.5, dtype);
-  p.params.bO = randomValues(dm, seed + 6, 0.1, dtype);
-  p.dy = randomValues(c.seqLen * c.batch * dm, seed + 7, 1.0, dtype);
-  return p;
-}
 
 /// The gradients in the order of CompiledAttention::backward's outputs.
 constexpr const char *kGradientNames[] = {"dx",     "dwQ", "dwK", "dwV",
@@ -154,10 +72,6 @@ referenceGradients(const Problem &p, const std::vector<double> &dy) {
   fwp::ref::AttentionGradients g =
       fwp::ref::attentionBackward(p.config, p.shape, p.x, p.params, dy);
   return {g.x, g.wQ, g.wK, g.wV, g.wBeta, g.wO, g.bO};
-}
-
-template <typename T> std::vector<T> cast(const std::vector<double> &v) {
-  return std::vector<T>(v.begin(), v.end());
 }
 
 /// Runs the backward of `kernel` on `p` (with `dy`) in T and returns the
@@ -193,31 +107,6 @@ std::vector<std::vector<double>> runBackward(const CompiledAttention &kernel,
                                            : runBackward<double>(kernel, p, dy);
 }
 
-/// y of the float64 forward of `kernel`.
-std::vector<double> runForward(const CompiledAttention &kernel,
-                               const std::vector<double> &x,
-                               const fwp::ref::AttentionParams &w,
-                               const fwp::ref::AttentionShape &shape) {
-  std::vector<double> y(x.size());
-  kernel.forward(shape.seqLen, shape.batch, x.data(), w.wQ.data(), w.wK.data(),
-                 w.wV.data(), w.wBeta.data(), w.wO.data(), w.bO.data(),
-                 y.data());
-  return y;
-}
-
-double relativeError(const std::vector<double> &g,
-                     const std::vector<double> &ref) {
-  EXPECT_EQ(g.size(), ref.size());
-  double maxDiff = 0, maxRef = 0;
-  for (size_t i = 0; i < g.size() && i < ref.size(); ++i) {
-    if (std::isnan(g[i]))
-      return INFINITY;
-    maxDiff = std::max(maxDiff, std::abs(g[i] - ref[i]));
-    maxRef = std::max(maxRef, std::abs(ref[i]));
-  }
-  return maxRef > 0 ? maxDiff / maxRef : maxDiff;
-}
-
 /// Checks every gradient of `got` against `ref`: within `bound`, and dwBeta
 /// exactly zero for the sum rule. Returns the worst error; appends
 /// " name error" pairs to `line`.
@@ -247,24 +136,18 @@ double compareGradients(const std::vector<std::vector<double>> &got,
 /// reference; reports the worst error and the compile time of each kernel
 /// compiled here.
 void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
-  std::set<const CompiledAttention *> reported;
-  double worst = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case &c = cases[i];
-    SCOPED_TRACE(c.name());
-    auto kernel = fwp::jit::compile(c.desc(dtype));
-    if (reported.insert(kernel.get()).second)
-      std::printf("[ compile  ] %s: %.3f s\n", kernel->desc().str().c_str(),
-                  kernel->compileSeconds());
-    Problem p = makeProblem(c, dtype, 300 + 10 * i);
-    std::string line;
-    worst = std::max(worst, compareGradients(runBackward(*kernel, p, p.dy),
-                                             referenceGradients(p, p.dy),
-                                             c.rule, bound, line));
-    std::printf("[ relerr   ] %s %s:%s\n", dtype == DType::F32 ? "f32" : "f64",
-                c.name().c_str(), line.c_str());
-  }
-  ::testing::Test::RecordProperty("max_relative_error", std::to_string(worst));
+  fwp::test::checkEachCase(
+      cases, dtype, 300,
+      [&](const Case &c, const CompiledAttention &kernel, const Problem &p) {
+        std::string line;
+        double worst =
+            compareGradients(runBackward(kernel, p, p.dy),
+                             referenceGradients(p, p.dy), c.rule, bound, line);
+        std::printf("[ relerr   ] %s %s:%s\n",
+                    dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
+                    line.c_str());
+        return worst;
+      });
 }
 
 constexpr double kF32Bound = 1e-4;
@@ -370,7 +253,7 @@ void checkFiniteDifferences(const Case &c, double bound) {
 
   auto loss = [&](const std::vector<double> &x,
                   const fwp::ref::AttentionParams &w) {
-    std::vector<double> y = runForward(*kernel, x, w, p.shape);
+    std::vector<double> y = runForward<double>(*kernel, x, w, p.shape);
     double total = 0;
     for (size_t i = 0; i < y.size(); ++i)
       total += y[i] * r[i];
@@ -448,8 +331,6 @@ TEST_F(BackwardTest, FiniteDifferencesSumRule) {
 // backward() itself
 //===----------------------------------------------------------------------===//
 
-Case smallCase() { return {Rule::Delta, 2, 4, 2, 8, 11, 2, {4}}; }
-
 TEST_F(BackwardTest, LeavesInputsAlone) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F64));
@@ -507,38 +388,30 @@ TEST_F(BackwardTest, RefusesBadArguments) {
   std::vector<float> in(1024), out(1024);
   const float *b = in.data();
   float *o = out.data();
-  auto message = [&](auto &&call) {
-    try {
-      call();
-    } catch (const std::invalid_argument &e) {
-      return std::string(e.what());
-    }
-    return std::string("(no exception)");
-  };
-  EXPECT_EQ(message([&] {
+  EXPECT_EQ(invalidArgumentMessage([&] {
               kernel->backward(1, -2, b, b, b, b, b, b, b, b, o, o, o, o, o, o,
                                o);
             }),
             "backward: seqLen and batch must be >= 0, got seqLen = 1, batch "
             "= -2");
-  EXPECT_EQ(message([&] {
+  EXPECT_EQ(invalidArgumentMessage([&] {
               kernel->backward(1, 1, b, b, b, b, b, b, b, nullptr, o, o, o, o,
                                o, o, o);
             }),
             "backward: buffer dy is null");
-  EXPECT_EQ(message([&] {
+  EXPECT_EQ(invalidArgumentMessage([&] {
               kernel->backward(0, 1, b, b, b, b, b, b, b, b, o, o, o, o,
                                nullptr, o, o);
             }),
             "backward: buffer dwBeta is null");
-  EXPECT_NE(message([&] {
+  EXPECT_NE(invalidArgumentMessage([&] {
               kernel->backward(INT64_MAX / 2, 4, b, b, b, b, b, b, b, b, o, o,
                                o, o, o, o, o);
             }).find("overflows"),
             std::string::npos);
   std::vector<double> d(1024);
   double *dd = d.data();
-  EXPECT_EQ(message([&] {
+  EXPECT_EQ(invalidArgumentMessage([&] {
               kernel->backward(1, 1, dd, dd, dd, dd, dd, dd, dd, dd, dd, dd, dd,
                                dd, dd, dd, dd);
             }),

@@ -13,14 +13,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionTestUtils.h"
 #include "BackendUnderTest.h"
+#include "TestUtils.h"
 
 #include "fwp/JIT/JIT.h"
 #include "fwp/Reference/Reference.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -33,149 +34,33 @@ using fwp::jit::CompiledAttention;
 using fwp::jit::DType;
 using fwp::jit::KernelDesc;
 using fwp::jit::Rule;
+using fwp::test::Case;
+using fwp::test::invalidArgumentMessage;
+using fwp::test::makeProblem;
+using fwp::test::Problem;
+using fwp::test::relativeError;
+using fwp::test::runForward;
+using fwp::test::smallCase;
 
 namespace {
-
-/// Deterministic values in [-scale, scale).
-class Lcg {
-public:
-  explicit Lcg(uint64_t seed) : state(seed * 6364136223846793005ull + 1) {}
-  double next(double scale) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return scale * (static_cast<double>(state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-  }
-
-private:
-  uint64_t state;
-};
-
-/// One forward to check. zeroSteps are steps t whose x rows are all zero
-/// (every batch row, or only row zeroBatch if it is >= 0): a zero key
-/// writes nothing to the fast weights.
-struct Case {
-  Rule rule;
-  int64_t heads, dHead, nu, chunk;
-  int64_t seqLen, batch;
-  std::vector<int64_t> zeroSteps = {};
-  int64_t zeroBatch = -1;
-
-  KernelDesc desc(DType dtype) const {
-    KernelDesc d;
-    d.rule = rule;
-    d.heads = heads;
-    d.dHead = dHead;
-    d.nu = nu;
-    d.chunkSize = chunk;
-    d.dtype = dtype;
-    d.backend = fwp::test::kBackend;
-    return d;
-  }
-
-  std::string name() const {
-    std::string s = rule == Rule::Delta ? "delta" : "sum";
-    s += " H=" + std::to_string(heads) + " dk=" + std::to_string(dHead) +
-         " nu=" + std::to_string(nu) + " C=" + std::to_string(chunk) +
-         " T=" + std::to_string(seqLen) + " B=" + std::to_string(batch);
-    if (!zeroSteps.empty())
-      s += " zero-steps=" + std::to_string(zeroSteps.size());
-    return s;
-  }
-};
-
-struct Problem {
-  fwp::ref::AttentionConfig config;
-  fwp::ref::AttentionShape shape;
-  std::vector<double> x;
-  fwp::ref::AttentionParams params;
-};
-
-std::vector<double> randomValues(int64_t n, uint64_t seed, double scale,
-                                 DType dtype) {
-  Lcg rng(seed);
-  std::vector<double> v(n);
-  for (double &e : v) {
-    e = rng.next(scale);
-    if (dtype == DType::F32)
-      e = static_cast<float>(e); // what the float32 kernel will read
-  }
-  return v;
-}
-
-Problem makeProblem(const Case &c, DType dtype, uint64_t seed) {
-  Problem p;
-  p.config.heads = c.heads;
-  p.config.nu = c.nu;
-  p.config.rule =
-      c.rule == Rule::Delta ? fwp::ref::Rule::Delta : fwp::ref::Rule::Sum;
-  int64_t dm = c.heads * c.dHead;
-  p.shape = {c.seqLen, c.batch, dm};
-  p.x = randomValues(c.seqLen * c.batch * dm, seed, 1.0, dtype);
-  for (int64_t t : c.zeroSteps)
-    for (int64_t b = 0; b < c.batch; ++b)
-      if (c.zeroBatch < 0 || c.zeroBatch == b)
-        std::fill_n(p.x.begin() + (t * c.batch + b) * dm, dm, 0.0);
-  p.params.wQ = randomValues(dm * dm, seed + 1, 0.5, dtype);
-  p.params.wK = randomValues(dm * dm, seed + 2, 0.5, dtype);
-  p.params.wV = randomValues(dm * dm, seed + 3, 0.5, dtype);
-  p.params.wBeta = randomValues(c.heads * dm, seed + 4, 0.5, dtype);
-  p.params.wO = randomValues(dm * dm, seed + 5, 0.5, dtype);
-  p.params.bO = randomValues(dm, seed + 6, 0.1, dtype);
-  return p;
-}
-
-/// Runs `kernel` on `p` in T (float or double) and returns y as doubles.
-template <typename T>
-std::vector<double> runKernel(const CompiledAttention &kernel,
-                              const Problem &p) {
-  auto cast = [](const std::vector<double> &v) {
-    return std::vector<T>(v.begin(), v.end());
-  };
-  std::vector<T> x = cast(p.x), wq = cast(p.params.wQ), wk = cast(p.params.wK),
-                 wv = cast(p.params.wV), wb = cast(p.params.wBeta),
-                 wo = cast(p.params.wO), bo = cast(p.params.bO);
-  std::vector<T> y(p.x.size(), T(-7)); // every element must be overwritten
-  kernel.forward(p.shape.seqLen, p.shape.batch, x.data(), wq.data(), wk.data(),
-                 wv.data(), wb.data(), wo.data(), bo.data(), y.data());
-  return std::vector<double>(y.begin(), y.end());
-}
-
-double relativeError(const std::vector<double> &y,
-                     const std::vector<double> &ref) {
-  EXPECT_EQ(y.size(), ref.size());
-  double maxDiff = 0, maxRef = 0;
-  for (size_t i = 0; i < y.size() && i < ref.size(); ++i) {
-    maxDiff = std::max(maxDiff, std::abs(y[i] - ref[i]));
-    maxRef = std::max(maxRef, std::abs(ref[i]));
-    if (std::isnan(y[i]))
-      return INFINITY;
-  }
-  return maxRef > 0 ? maxDiff / maxRef : maxDiff;
-}
 
 /// Compiles (through the cache) and checks every case; reports the worst
 /// error and the compile time of each kernel compiled here.
 void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
-  std::set<const CompiledAttention *> reported;
-  double worst = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case &c = cases[i];
-    SCOPED_TRACE(c.name());
-    auto kernel = fwp::jit::compile(c.desc(dtype));
-    if (reported.insert(kernel.get()).second)
-      std::printf("[ compile  ] %s: %.3f s\n", kernel->desc().str().c_str(),
-                  kernel->compileSeconds());
-    Problem p = makeProblem(c, dtype, 100 + 10 * i);
-    std::vector<double> ref =
-        fwp::ref::attention(p.config, p.shape, p.x, p.params).y;
-    std::vector<double> y = dtype == DType::F32 ? runKernel<float>(*kernel, p)
-                                                : runKernel<double>(*kernel, p);
-    double err = relativeError(y, ref);
-    std::printf("[ relerr   ] %s %s: %.3g\n",
-                dtype == DType::F32 ? "f32" : "f64", c.name().c_str(), err);
-    EXPECT_LE(err, bound);
-    worst = std::max(worst, err);
-  }
-  ::testing::Test::RecordProperty("max_relative_error", std::to_string(worst));
+  fwp::test::checkEachCase(
+      cases, dtype, 100,
+      [&](const Case &c, const CompiledAttention &kernel, const Problem &p) {
+        std::vector<double> ref =
+            fwp::ref::attention(p.config, p.shape, p.x, p.params).y;
+        std::vector<double> y = dtype == DType::F32
+                                    ? runForward<float>(kernel, p)
+                                    : runForward<double>(kernel, p);
+        double err = relativeError(y, ref);
+        std::printf("[ relerr   ] %s %s: %.3g\n",
+                    dtype == DType::F32 ? "f32" : "f64", c.name().c_str(), err);
+        EXPECT_LE(err, bound);
+        return err;
+      });
 }
 
 constexpr double kF32Bound = 1e-5;
@@ -271,14 +156,12 @@ TEST_F(ForwardTest, Float64MatchesReference) {
 // forward() itself
 //===----------------------------------------------------------------------===//
 
-Case smallCase() { return {Rule::Delta, 2, 4, 2, 8, 11, 2, {4}}; }
-
 TEST_F(ForwardTest, LeavesInputsAlone) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F64));
   Problem p = makeProblem(c, DType::F64, 7);
   Problem copy = p;
-  runKernel<double>(*kernel, p);
+  runForward<double>(*kernel, p);
   EXPECT_EQ(p.x, copy.x);
   EXPECT_EQ(p.params.wQ, copy.params.wQ);
   EXPECT_EQ(p.params.wBeta, copy.params.wBeta);
@@ -289,11 +172,11 @@ TEST_F(ForwardTest, ConcurrentCallsAgree) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F32));
   Problem p = makeProblem(c, DType::F32, 8);
-  std::vector<double> expected = runKernel<float>(*kernel, p);
+  std::vector<double> expected = runForward<float>(*kernel, p);
   std::vector<std::vector<double>> results(8);
   std::vector<std::thread> threads;
   for (auto &r : results)
-    threads.emplace_back([&] { r = runKernel<float>(*kernel, p); });
+    threads.emplace_back([&] { r = runForward<float>(*kernel, p); });
   for (std::thread &t : threads)
     t.join();
   for (const auto &r : results)
@@ -312,29 +195,22 @@ TEST_F(ForwardTest, RefusesBadArguments) {
   auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
   std::vector<float> buf(1024);
   const float *b = buf.data();
-  auto message = [&](auto &&call) {
-    try {
-      call();
-    } catch (const std::invalid_argument &e) {
-      return std::string(e.what());
-    }
-    return std::string("(no exception)");
-  };
-  EXPECT_EQ(
-      message([&] { kernel->forward(-1, 1, b, b, b, b, b, b, b, buf.data()); }),
-      "forward: seqLen and batch must be >= 0, got seqLen = -1, batch "
-      "= 1");
-  EXPECT_EQ(message([&] {
+  EXPECT_EQ(invalidArgumentMessage([&] {
+              kernel->forward(-1, 1, b, b, b, b, b, b, b, buf.data());
+            }),
+            "forward: seqLen and batch must be >= 0, got seqLen = -1, batch "
+            "= 1");
+  EXPECT_EQ(invalidArgumentMessage([&] {
               kernel->forward(1, 1, b, b, b, b, nullptr, b, b, buf.data());
             }),
             "forward: buffer wBeta is null");
-  EXPECT_NE(message([&] {
+  EXPECT_NE(invalidArgumentMessage([&] {
               kernel->forward(INT64_MAX / 2, 4, b, b, b, b, b, b, b,
                               buf.data());
             }).find("overflows"),
             std::string::npos);
   std::vector<double> d(1024);
-  EXPECT_EQ(message([&] {
+  EXPECT_EQ(invalidArgumentMessage([&] {
               kernel->forward(1, 1, d.data(), d.data(), d.data(), d.data(),
                               d.data(), d.data(), d.data(), d.data());
             }),

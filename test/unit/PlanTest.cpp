@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeTestUtils.h"
+
 #include "fwp/Runtime/Plan.h"
 
 #include <gtest/gtest.h>
@@ -24,33 +26,16 @@
 #include <vector>
 
 using namespace fwp::rt;
+using fwp::test::contains;
+using fwp::test::iota;
+using fwp::test::messageOf;
+using fwp::test::writeFile;
 
 namespace {
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-template <typename E, typename Fn> std::string messageOf(Fn &&fn) {
-  try {
-    fn();
-  } catch (const E &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
-
-::testing::AssertionResult contains(const std::string &text,
-                                    const std::string &part) {
-  if (text.find(part) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "'" << text << "' does not contain '" << part << "'";
-}
 
 std::string parseError(const std::string &text) {
   return messageOf<PlanError>([&] { Plan::parse(text, "test.fwp"); });
@@ -79,12 +64,6 @@ std::vector<uint8_t> le(uint64_t value, size_t bytes) {
 std::string tempDir(const std::string &name) {
   return ::testing::TempDir() + "fwp_plan_test_" + std::to_string(getpid()) +
          "_" + name;
-}
-
-void writeFile(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
 }
 
 std::string readFile(const std::string &path) {
@@ -1309,21 +1288,7 @@ view flat x n
 launch scale fwp_plan_scale32 (ceildiv n 64) 1 1 64 1 1 0 memref flat f32 0.5
 )";
 
-class PlanGpuTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!cudaUsable(&why))
-      GTEST_SKIP() << "no usable CUDA GPU: " << why;
-  }
-};
-
-std::vector<float> iota(size_t n, float start) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = start + float(i);
-  return v;
-}
+class PlanGpuTest : public fwp::test::GpuTest {};
 
 BufferRef ref(const DeviceBuffer &buffer, std::vector<int64_t> sizes) {
   return BufferRef{buffer.ptr(), std::move(sizes), DType::F32};
