@@ -16,6 +16,7 @@
 #include "fwp/JIT/JIT.h"
 #include "fwp/Reference/Reference.h"
 #include "fwp/Runtime/Driver.h"
+#include "fwp/Support/Random.h"
 
 #include <algorithm>
 #include <chrono>
@@ -31,27 +32,7 @@ namespace {
 constexpr int64_t kSeqLen = 256, kBatch = 2, kDModel = 64, kHeads = 4, kNu = 2;
 constexpr double kTolerance = 1e-4;
 
-/// splitmix64 and Box-Muller: the same inputs on every platform.
-class Random {
-public:
-  explicit Random(uint64_t seed) : state(seed) {}
-
-  double normal() {
-    double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;
-    double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-
-private:
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
-  uint64_t state;
-};
+using Random = fwp::SplitMix64;
 
 /// float32 values for the kernel, the same values widened for the reference.
 struct Tensor {

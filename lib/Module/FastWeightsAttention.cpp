@@ -1,6 +1,7 @@
 //===- FastWeightsAttention.cpp - The seeds' module as a C++ class --------===//
 
 #include "fwp/FastWeightsAttention.h"
+#include "fwp/Support/Random.h"
 
 #include <cmath>
 #include <cstdio>
@@ -25,34 +26,11 @@ std::string str(double v) {
   throw std::invalid_argument("FastWeightsAttention: " + message);
 }
 
-/// splitmix64: a fixed, portable stream (std::uniform_real_distribution is
-/// not specified bit-exactly across standard libraries).
-class SplitMix64 {
-public:
-  explicit SplitMix64(uint64_t seed) : state(seed) {}
-
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
-  /// Uniform in [-bound, bound], as a float.
-  float uniform(double bound) {
-    double u = static_cast<double>(next() >> 11) * 0x1.0p-53; // [0, 1)
-    return static_cast<float>(bound * (2.0 * u - 1.0));
-  }
-
-private:
-  uint64_t state;
-};
-
 void fillUniform(std::vector<float> &v, int64_t count, double bound,
                  SplitMix64 &rng) {
   v.resize(count);
   for (float &e : v)
-    e = rng.uniform(bound);
+    e = static_cast<float>(rng.uniform(bound));
 }
 
 /// seqLen * batch * dModel, refusing negative sizes and overflow.
