@@ -34,7 +34,6 @@ public:
 
 struct BackendEntry {
   const char *name;
-  /// Null while the backend is not available.
   std::unique_ptr<Backend> (*create)(const BackendSettings &);
 };
 
@@ -65,11 +64,8 @@ std::vector<std::string> backendNames() {
 
 std::unique_ptr<Backend> createBackend(const std::string &name,
                                        const BackendSettings &settings) {
-  if (const BackendEntry *entry = findBackend(name)) {
-    if (!entry->create)
-      throw UsageError("backend '" + name + "' is not available yet");
+  if (const BackendEntry *entry = findBackend(name))
     return entry->create(settings);
-  }
   std::string known;
   for (const BackendEntry &entry : kBackends)
     known += std::string(known.empty() ? "" : ", ") + entry.name;
@@ -95,12 +91,7 @@ BackendChoice chooseBackend(bool needsBackward,
   preference.push_back("reference");
 
   for (const char *name : preference) {
-    const BackendEntry *entry = findBackend(name);
-    if (!entry->create) {
-      skip(std::string("backend '") + name + "' is not available yet");
-      continue;
-    }
-    std::unique_ptr<Backend> backend = entry->create(settings);
+    std::unique_ptr<Backend> backend = findBackend(name)->create(settings);
     if (needsBackward && !backend->hasBackward()) {
       skip(std::string("backend '") + name + "' computes the forward only");
       continue;

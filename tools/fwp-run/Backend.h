@@ -10,7 +10,6 @@
 //
 // Backends are looked up by name in a table (Backend.cpp): `reference`, and
 // `cpu` and `cuda` (the JIT-compiled forward and backward, JitBackend.cpp).
-// A backend whose factory is null is recognised but not available.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,8 +61,8 @@ public:
 /// The names fwp-run recognises, available or not, in the table's order.
 std::vector<std::string> backendNames();
 
-/// Creates the backend called `name`. Throws UsageError ("backend 'cuda' is
-/// not available yet", or "unknown backend ...") when there is none.
+/// Creates the backend called `name`. Throws UsageError ("unknown backend
+/// ...") when there is none.
 std::unique_ptr<Backend> createBackend(const std::string &name,
                                        const BackendSettings &settings);
 
@@ -73,8 +72,8 @@ struct BackendChoice {
 };
 
 /// The backend used without --backend: cuda if a CUDA GPU is usable, else
-/// cpu, skipping backends that are not available yet or, when
-/// `needsBackward`, compute the forward only; reference is the last resort.
+/// cpu, skipping a backend that computes the forward only when
+/// `needsBackward`; reference is the last resort.
 BackendChoice chooseBackend(bool needsBackward,
                             const BackendSettings &settings);
 
