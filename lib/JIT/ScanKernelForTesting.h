@@ -71,6 +71,17 @@ public:
 /// compilation fails.
 std::unique_ptr<CompiledScan> compileScan(const ScanKernelDesc &desc);
 
+/// fwp.dpfp alone, lowered by fwp-lower-dpfp (the maps that are not fused
+/// into a scan), on `rows` vectors: k [rows, dInput] -> [rows, 2 dInput nu].
+class CompiledDpfp {
+public:
+  virtual ~CompiledDpfp() = default;
+  virtual void run(int64_t rows, const void *k, void *features) const = 0;
+};
+
+std::unique_ptr<CompiledDpfp> compileDpfp(int64_t dInput, int64_t nu,
+                                          double eps, DType dtype);
+
 } // namespace fwp::jit::testing
 
 #endif // FWP_LIB_JIT_SCANKERNELFORTESTING_H

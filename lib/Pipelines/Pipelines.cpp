@@ -53,6 +53,7 @@ namespace fwp {
 void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize) {
   pm.addPass(createFwpDecomposeAttention());
   pm.addPass(createFwpFuseDpfp());
+  pm.addPass(createFwpLowerDpfp());
   pm.addPass(createFwpLowerGate());
   pm.addPass(createFwpTileScan(FwpTileScanOptions{chunkSize}));
 

@@ -382,3 +382,28 @@ TEST(CpuScanGradTest, Float32) {
 }
 
 } // namespace
+
+// fwp.dpfp maps that are not fused into a scan are lowered on their own
+// (fwp-lower-dpfp): against the reference's DPFP, row by row, zero rows
+// included.
+TEST(DpfpAloneTest, MatchesReferenceRowByRow) {
+  for (int64_t d : {1, 2, 3, 5})
+    for (int64_t nu = 1; nu <= std::min<int64_t>(3, 2 * d - 1); ++nu) {
+      SCOPED_TRACE("d=" + std::to_string(d) + " nu=" + std::to_string(nu));
+      double eps = 1e-3;
+      auto kernel = fwp::jit::testing::compileDpfp(d, nu, eps, DType::F64);
+      int64_t rows = 7, dFeature = 2 * d * nu;
+      std::vector<double> k =
+          fwp::test::randomValues(rows * d, 40 + d * 10 + nu, 1.0);
+      std::fill_n(k.begin() + 3 * d, d, 0.0); // a zero key: phi' = 0
+      std::vector<double> features(rows * dFeature, -7.0);
+      kernel->run(rows, k.data(), features.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<double> row(k.begin() + r * d, k.begin() + (r + 1) * d);
+        std::vector<double> expected = fwp::ref::dpfp(row, nu, eps);
+        for (int64_t f = 0; f < dFeature; ++f)
+          EXPECT_NEAR(features[r * dFeature + f], expected[f], 1e-14)
+              << "row " << r << " feature " << f;
+      }
+    }
+}

@@ -28,6 +28,19 @@ def FwpFuseDpfp : Pass<"fwp-fuse-dpfp"> {
   }];
 }
 
+def FwpLowerDpfp : Pass<"fwp-lower-dpfp"> {
+  let summary = "Lower fwp.dpfp maps that were not fused into a scan";
+  let description = [{
+    Each remaining `fwp.dpfp` becomes three `linalg.generic` ops over
+    `[..., 2*d*nu]`: the products (gathering their inputs with
+    `tensor.extract`), their sum per vector, and the normalised features.
+    The vector size `d` must be static.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FwpLowerGate : Pass<"fwp-lower-gate"> {
   let summary = "Lower fwp.gate to linalg";
   let description = [{

@@ -1,0 +1,181 @@
+//===- LowerDpfp.cpp - fwp.dpfp not fused into a scan, as linalg ----------===//
+//
+// fwp-fuse-dpfp folds the DPFP maps of a scan's q and k into the scan; a map
+// used anywhere else is lowered here, in three linalg.generic ops over
+// [..., D]: the products phi (each gathering its two inputs with
+// tensor.extract), their sum per vector, and phi / (sum + eps).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionBuilders.h"
+
+#include "fwp/Dialect/FwpOps.h"
+#include "fwp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+namespace fwp {
+#define GEN_PASS_DEF_FWPLOWERDPFP
+#include "fwp/Transforms/Passes.h.inc"
+} // namespace fwp
+
+using namespace mlir;
+using namespace fwp;
+
+namespace {
+
+/// phi[..., (i-1)*2d + j] = x[j] * x[(j - i) mod 2d], x = relu([k, -k]).
+Value createProducts(OpBuilder &b, Location loc, Value input,
+                     RankedTensorType resultType, ArrayRef<OpFoldResult> sizes,
+                     int64_t d) {
+  unsigned rank = resultType.getRank();
+  Value init =
+      tensor::EmptyOp::create(b, loc, sizes, resultType.getElementType());
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, ValueRange{}, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange) {
+        auto index = [&](int64_t v) {
+          return arith::ConstantIndexOp::create(nb, nloc, v).getResult();
+        };
+        SmallVector<Value> position;
+        for (unsigned dim = 0; dim + 1 < rank; ++dim)
+          position.push_back(linalg::IndexOp::create(nb, nloc, dim));
+        Value f = linalg::IndexOp::create(nb, nloc, rank - 1);
+        Value twoD = index(2 * d);
+        Value i = arith::AddIOp::create(
+            nb, nloc, arith::DivUIOp::create(nb, nloc, f, twoD), index(1));
+        Value j = arith::RemUIOp::create(nb, nloc, f, twoD);
+        Value rolled = arith::RemUIOp::create(
+            nb, nloc,
+            arith::SubIOp::create(nb, nloc,
+                                  arith::AddIOp::create(nb, nloc, j, twoD), i),
+            twoD);
+        Type elementType = resultType.getElementType();
+        Value zero =
+            arith::ConstantOp::create(nb, nloc, nb.getZeroAttr(elementType));
+        auto relu = [&](Value jj) {
+          SmallVector<Value> at = position;
+          at.push_back(arith::RemUIOp::create(nb, nloc, jj, index(d)));
+          Value k = tensor::ExtractOp::create(nb, nloc, input, at);
+          Value firstHalf = arith::CmpIOp::create(
+              nb, nloc, arith::CmpIPredicate::ult, jj, index(d));
+          Value signed_ = arith::SelectOp::create(
+              nb, nloc, firstHalf, k, arith::NegFOp::create(nb, nloc, k));
+          Value positive = arith::CmpFOp::create(
+              nb, nloc, arith::CmpFPredicate::OGT, signed_, zero);
+          return arith::SelectOp::create(nb, nloc, positive, signed_, zero)
+              .getResult();
+        };
+        Value product = arith::MulFOp::create(nb, nloc, relu(j), relu(rolled));
+        linalg::YieldOp::create(nb, nloc, product);
+      });
+  return generic.getResult(0);
+}
+
+/// sum over the last dimension of `phi`, [...].
+Value createRowSums(OpBuilder &b, Location loc, Value phi,
+                    ArrayRef<OpFoldResult> sizes, Type elementType) {
+  unsigned rank = sizes.size();
+  Value zeros = createZeros(b, loc, sizes.drop_back(), elementType);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, ctx),
+      AffineMap::getMultiDimIdentityMap(rank, ctx).dropResult(rank - 1)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators.back() = utils::IteratorType::reduction;
+  auto generic = linalg::GenericOp::create(
+      b, loc, zeros.getType(), ValueRange{phi}, ValueRange{zeros}, maps,
+      iterators, [](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value sum = arith::AddFOp::create(nb, nloc, args[1], args[0]);
+        linalg::YieldOp::create(nb, nloc, sum);
+      });
+  return generic.getResult(0);
+}
+
+/// phi / (sum + eps), [..., D].
+Value createNormalized(OpBuilder &b, Location loc, Value phi, Value sums,
+                       ArrayRef<OpFoldResult> sizes, double eps) {
+  auto type = cast<RankedTensorType>(phi.getType());
+  unsigned rank = type.getRank();
+  MLIRContext *ctx = b.getContext();
+  Value init = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, ctx),
+      AffineMap::getMultiDimIdentityMap(rank, ctx).dropResult(rank - 1),
+      AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  Type elementType = type.getElementType();
+  auto generic = linalg::GenericOp::create(
+      b, loc, type, ValueRange{phi, sums}, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value epsilon = arith::ConstantOp::create(
+            nb, nloc, nb.getFloatAttr(elementType, eps));
+        Value norm = arith::AddFOp::create(nb, nloc, args[1], epsilon);
+        Value feature = arith::DivFOp::create(nb, nloc, args[0], norm);
+        linalg::YieldOp::create(nb, nloc, feature);
+      });
+  return generic.getResult(0);
+}
+
+struct LowerDpfpPattern : OpRewritePattern<DpfpOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DpfpOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inputType = op.getInput().getType();
+    int64_t last = inputType.getRank() - 1;
+    if (inputType.isDynamicDim(last))
+      return rewriter.notifyMatchFailure(op, "the vector size is dynamic");
+    Location loc = op.getLoc();
+    int64_t d = inputType.getDimSize(last), nu = op.getNu();
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(rewriter, loc, op.getInput());
+    sizes.back() = rewriter.getIndexAttr(2 * d * nu);
+    auto resultType = RankedTensorType::get(
+        SmallVector<int64_t>(inputType.getShape().drop_back()),
+        inputType.getElementType());
+    resultType = RankedTensorType::get(
+        llvm::to_vector(llvm::concat<const int64_t>(
+            resultType.getShape(), ArrayRef<int64_t>{2 * d * nu})),
+        inputType.getElementType());
+    Value phi =
+        createProducts(rewriter, loc, op.getInput(), resultType, sizes, d);
+    Value sums =
+        createRowSums(rewriter, loc, phi, sizes, inputType.getElementType());
+    Value features = createNormalized(rewriter, loc, phi, sums, sizes,
+                                      op.getEps().convertToDouble());
+    if (features.getType() != op.getResult().getType())
+      features = tensor::CastOp::create(rewriter, loc, op.getResult().getType(),
+                                        features);
+    rewriter.replaceOp(op, features);
+    return success();
+  }
+};
+
+struct FwpLowerDpfp : fwp::impl::FwpLowerDpfpBase<FwpLowerDpfp> {
+  using FwpLowerDpfpBase::FwpLowerDpfpBase;
+
+  void runOnOperation() override {
+    WalkResult dynamic = getOperation()->walk([](DpfpOp op) {
+      auto type = op.getInput().getType();
+      if (!type.isDynamicDim(type.getRank() - 1))
+        return WalkResult::advance();
+      op.emitOpError("cannot be lowered: the vector size must be static");
+      return WalkResult::interrupt();
+    });
+    if (dynamic.wasInterrupted())
+      return signalPassFailure();
+    RewritePatternSet patterns(&getContext());
+    patterns.add<LowerDpfpPattern>(&getContext());
+    if (failed(applyPatternsOnly(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
