@@ -2,6 +2,7 @@
 
 #include "CpuCompiler.h"
 #include "CompileSupport.h"
+#include "IRDump.h"
 
 #include "fwp/Dialect/FwpDialect.h"
 #include "fwp/Pipelines/Pipelines.h"
@@ -35,7 +36,7 @@ void initializeLlvmOnce() {
   });
 }
 
-void lower(ModuleOp module, int64_t chunkSize,
+void lower(ModuleOp module, int64_t chunkSize, const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
     fail("building the module", diagnostics.text());
@@ -45,6 +46,7 @@ void lower(ModuleOp module, int64_t chunkSize,
   CpuPipelineOptions options;
   options.chunkSize = chunkSize;
   buildFwpToCpuPipeline(pm, options);
+  dumpEveryStage(pm, module, dumpDirectory);
   if (failed(pm.run(module)))
     fail("the fwp-to-cpu pipeline", diagnostics.text());
 }
@@ -109,13 +111,14 @@ void buildEntryFunction(
 
 CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
                            function_ref<void(ModuleOp)> build,
-                           ArrayRef<std::string> functions) {
+                           ArrayRef<std::string> functions,
+                           const std::string &dumpDirectory) {
   initializeLlvmOnce();
   Failure fail(what);
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, compile.diagnostics(), fail);
+  lower(*module, chunkSize, dumpDirectory, compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);
   // Looking the entry points up generates the machine code now.

@@ -59,7 +59,8 @@ struct CpuModule {
 /// LLVM diagnostics>".
 CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
                            llvm::function_ref<void(mlir::ModuleOp)> build,
-                           llvm::ArrayRef<std::string> functions);
+                           llvm::ArrayRef<std::string> functions,
+                           const std::string &dumpDirectory = "");
 
 /// A memref descriptor over a caller's row-major buffer of `sizes`. The
 /// const_cast is safe for inputs: buildEntryFunction marks them

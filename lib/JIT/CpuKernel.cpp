@@ -110,11 +110,12 @@ private:
 
 } // namespace
 
-std::unique_ptr<CompiledAttention::Impl> compileCpu(const KernelDesc &desc) {
-  CpuModule module =
-      compileCpuModule("the kernel (" + desc.str() + ")", desc.chunkSize,
-                       [&](ModuleOp m) { buildAttentionModule(m, desc); },
-                       {kForwardName, kBackwardName});
+std::unique_ptr<CompiledAttention::Impl>
+compileCpu(const KernelDesc &desc, const CompileOptions &options) {
+  CpuModule module = compileCpuModule(
+      "the kernel (" + desc.str() + ")", desc.chunkSize,
+      [&](ModuleOp m) { buildAttentionModule(m, desc); },
+      {kForwardName, kBackwardName}, options.dumpDirectory);
   return std::make_unique<CpuKernel>(desc, std::move(module));
 }
 

@@ -14,6 +14,7 @@
 
 #include "AttentionModule.h"
 #include "CompileSupport.h"
+#include "IRDump.h"
 #include "Kernel.h"
 
 #include "fwp/Pipelines/Pipelines.h"
@@ -132,6 +133,7 @@ private:
 /// Lowers `module` with fwp-to-ptx and exports each entry point's plan.
 CompiledAttention::DeviceCode
 lowerToPlans(ModuleOp module, const KernelDesc &desc,
+             const std::string &dumpDirectory,
              const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
     fail("building the module", diagnostics.text());
@@ -140,6 +142,7 @@ lowerToPlans(ModuleOp module, const KernelDesc &desc,
   PtxPipelineOptions options;
   options.chunkSize = desc.chunkSize;
   buildFwpToPtxPipeline(pm, options);
+  dumpEveryStage(pm, module, dumpDirectory);
   if (failed(pm.run(module)))
     fail("the fwp-to-ptx pipeline", diagnostics.text());
 
@@ -153,18 +156,26 @@ lowerToPlans(ModuleOp module, const KernelDesc &desc,
     *plan = exported->plan;
     code.ptx.insert(exported->ptx.begin(), exported->ptx.end());
   }
+  if (!dumpDirectory.empty()) {
+    writeDumpFile(dumpDirectory, "forward.fwp", code.forwardPlan);
+    writeDumpFile(dumpDirectory, "backward.fwp", code.backwardPlan);
+    for (const auto &[name, ptx] : code.ptx)
+      writeDumpFile(dumpDirectory, name + ".ptx", ptx);
+  }
   return code;
 }
 
 } // namespace
 
-std::unique_ptr<CompiledAttention::Impl> compileCuda(const KernelDesc &desc) {
+std::unique_ptr<CompiledAttention::Impl>
+compileCuda(const KernelDesc &desc, const CompileOptions &options) {
   Failure fail("the CUDA kernel (" + desc.str() + ")");
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   buildAttentionModule(*module, desc);
   return std::make_unique<CudaKernel>(
-      desc, lowerToPlans(*module, desc, compile.diagnostics(), fail));
+      desc, lowerToPlans(*module, desc, options.dumpDirectory,
+                         compile.diagnostics(), fail));
 }
 
 } // namespace fwp::jit

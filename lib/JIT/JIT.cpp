@@ -209,12 +209,13 @@ void CompiledAttention::backward(int64_t seqLen, int64_t batch, const double *x,
 //===----------------------------------------------------------------------===//
 
 std::shared_ptr<const CompiledAttention>
-compileUncached(const KernelDesc &desc) {
+compileUncached(const KernelDesc &desc, const CompileOptions &options) {
   checkCompilable(desc);
   ++compilations;
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<CompiledAttention::Impl> impl =
-      desc.backend == Backend::Cuda ? compileCuda(desc) : compileCpu(desc);
+      desc.backend == Backend::Cuda ? compileCuda(desc, options)
+                                    : compileCpu(desc, options);
   impl->compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -50,12 +50,14 @@ struct CompiledAttention::Impl {
 /// Builds the module for a Backend::Cpu description (forward and backward),
 /// lowers it with fwp-to-cpu and JIT-compiles it. Throws std::runtime_error
 /// with the diagnostics on failure.
-std::unique_ptr<CompiledAttention::Impl> compileCpu(const KernelDesc &desc);
+std::unique_ptr<CompiledAttention::Impl>
+compileCpu(const KernelDesc &desc, const CompileOptions &options);
 
 /// Builds the same module for a Backend::Cuda description, lowers it with
 /// fwp-to-ptx and exports a launch plan per entry point. Needs no GPU; the
 /// kernel loads its PTX on the first call.
-std::unique_ptr<CompiledAttention::Impl> compileCuda(const KernelDesc &desc);
+std::unique_ptr<CompiledAttention::Impl>
+compileCuda(const KernelDesc &desc, const CompileOptions &options);
 
 } // namespace fwp::jit
 

@@ -590,6 +590,33 @@ TEST_F(FwpRunTest, CpuBackendFloat32MatchesReference) {
             1e-5);
 }
 
+// --dump-ir: the IR before and after every stage of the cpu compilation,
+// and the PTX and launch plans of the cuda one (which needs no GPU).
+TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
+  writeNewInputs(Sizes(), DType::F32, false);
+  fs::path dump = root / "ir";
+  expectSuccess(
+      run(args("--heads 2 --backend cpu --dump-ir " + quote(dump.string()))));
+  std::vector<std::string> cpu = listDir(dump / "cpu");
+  ASSERT_FALSE(cpu.empty());
+  EXPECT_EQ(cpu.front(), "00-input.mlir");
+  EXPECT_NE(readText(dump / "cpu" / "00-input.mlir").find("fwp.attention"),
+            std::string::npos);
+  EXPECT_TRUE(
+      std::count(cpu.begin(), cpu.end(), "01-fwp-decompose-attention.mlir"));
+  // The last stage is the LLVM dialect.
+  EXPECT_NE(readText(dump / "cpu" / cpu.back()).find("llvm.func"),
+            std::string::npos);
+  std::vector<std::string> cuda = listDir(dump / "cuda");
+  EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "forward.fwp"));
+  EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "scan_state.ptx"));
+  EXPECT_NE(readText(dump / "cuda" / "scan_state.ptx").find(".target sm_90"),
+            std::string::npos);
+  expectRefused(
+      args("--heads 2 --backend reference --dump-ir " + quote(dump.string())),
+      {"fwp-run: --dump-ir needs a compiled backend (cpu or cuda)"});
+}
+
 TEST_F(FwpRunTest, CpuBackendFloat64MatchesReference) {
   Sizes s;
   Inputs inputs = writeNewInputs(s, DType::F64, false);

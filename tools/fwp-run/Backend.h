@@ -28,6 +28,9 @@ namespace fwp::run {
 /// Options that shape how a backend compiles, from the command line.
 struct BackendSettings {
   int64_t chunkSize = 64; // steps per chunk of a compiled scan
+  /// --dump-ir: where compiled backends write the IR of every stage (and
+  /// the PTX); empty for none.
+  std::string dumpIr;
 };
 
 class Backend {

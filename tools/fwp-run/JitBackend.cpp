@@ -135,16 +135,37 @@ private:
     if (target == jit::Backend::Cuda && !rt::cudaUsable(&whyNoGpu))
       throw UsageError("backend 'cuda' needs a usable CUDA GPU: " + whyNoGpu);
     try {
-      return jit::compile(
-          describe(config, shape, dtype, settings.chunkSize, target));
+      jit::KernelDesc desc =
+          describe(config, shape, dtype, settings.chunkSize, target);
+      if (settings.dumpIr.empty())
+        return jit::compile(desc);
+      if (!dumped)
+        dumped = compileAndDump(desc);
+      return dumped;
     } catch (const std::invalid_argument &e) {
       // The description comes from the command line and the inputs' sizes.
       throw UsageError(e.what());
     }
   }
 
+  /// Compiles `desc` writing every stage under DIR/<backend>; for the cpu
+  /// backend also compiles for CUDA under DIR/cuda, for the PTX (compiling
+  /// needs no GPU).
+  std::shared_ptr<const jit::CompiledAttention>
+  compileAndDump(const jit::KernelDesc &desc) const {
+    auto kernel = jit::compileUncached(desc, {settings.dumpIr + "/" + name()});
+    if (target == jit::Backend::Cpu) {
+      jit::KernelDesc cuda = desc;
+      cuda.backend = jit::Backend::Cuda;
+      jit::compileUncached(cuda, {settings.dumpIr + "/cuda"});
+    }
+    return kernel;
+  }
+
   BackendSettings settings;
   jit::Backend target;
+  // With --dump-ir: the kernel compiled (once) while dumping.
+  mutable std::shared_ptr<const jit::CompiledAttention> dumped;
 };
 
 } // namespace

@@ -15,7 +15,7 @@ const char *usage() {
   return "usage: fwp-run --inputs DIR --outputs DIR --heads H [--nu N] "
          "[--eps E]\n"
          "               [--rule delta|sum] [--backend reference|cpu|cuda]\n"
-         "               [--chunk-size C]\n"
+         "               [--chunk-size C] [--dump-ir DIR]\n"
          "\n"
          "Runs the fast-weight attention layer on .npy inputs.\n"
          "\n"
@@ -39,6 +39,11 @@ const char *usage() {
          "                  else cpu; the choice is printed on stderr\n"
          "  --chunk-size C  steps per chunk of the compiled scan, 1 to 4096 "
          "(default 64)\n"
+         "  --dump-ir DIR   write the IR before and after every stage of the\n"
+         "                  compilation to DIR/<backend>/NN-<pass>.mlir, and\n"
+         "                  the PTX and launch plans to DIR/cuda (cpu and "
+         "cuda\n"
+         "                  backends; the PTX needs no GPU)\n"
          "  --help          print this text and exit\n"
          "\n"
          "inputs (.npy, all float32 or all float64, little-endian, C order):\n"
@@ -112,8 +117,8 @@ Options parseOptions(int argc, const char *const *argv) {
       hasValue = true;
     }
     static const std::set<std::string> known = {
-        "--inputs", "--outputs", "--heads",   "--nu",
-        "--eps",    "--rule",    "--backend", "--chunk-size"};
+        "--inputs", "--outputs", "--heads",      "--nu",     "--eps",
+        "--rule",   "--backend", "--chunk-size", "--dump-ir"};
     if (!known.count(name))
       throw UsageError("unknown option '" + name + "' (see --help)");
     if (!hasValue) {
@@ -153,6 +158,10 @@ Options parseOptions(int argc, const char *const *argv) {
       if (value.empty())
         throw UsageError("option --backend needs a non-empty name");
       opts.backend = value;
+    } else if (name == "--dump-ir") {
+      if (value.empty())
+        throw UsageError("option --dump-ir needs a non-empty directory");
+      opts.dumpIr = value;
     } else if (name == "--chunk-size") {
       if (!parseInt(value, opts.chunkSize) || opts.chunkSize < 1)
         throw UsageError("--chunk-size expects a positive integer, got '" +

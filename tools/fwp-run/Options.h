@@ -20,6 +20,8 @@ struct Options {
   /// Empty without --backend: fwp-run then picks one (chooseBackend).
   std::string backend;
   int64_t chunkSize = 64;
+  /// --dump-ir DIR: the IR after every stage, and the PTX.
+  std::string dumpIr;
 };
 
 /// Parses argv (both "--opt value" and "--opt=value"). Throws UsageError on

@@ -68,6 +68,7 @@ int runTool(int argc, char **argv) {
   }
   BackendSettings settings;
   settings.chunkSize = opts.chunkSize;
+  settings.dumpIr = opts.dumpIr;
   // A backend named on the command line is checked before the inputs are
   // read; the default one depends on them (does dy.npy ask for the
   // backward?), so it is chosen after.
@@ -82,6 +83,9 @@ int runTool(int argc, char **argv) {
     report(std::string("using backend ") + backend->name() + " (" + choice.why +
            ")");
   }
+  if (!opts.dumpIr.empty() && std::string(backend->name()) == "reference")
+    throw UsageError("--dump-ir needs a compiled backend (cpu or cuda); the "
+                     "reference is not compiled");
   if (p.hasDy && !backend->hasBackward())
     throw UsageError(std::string("backend '") + backend->name() +
                      "' computes the forward only");

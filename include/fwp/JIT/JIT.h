@@ -76,6 +76,15 @@ struct KernelDesc {
   std::string str() const;
 };
 
+/// What a compilation does besides compiling.
+struct CompileOptions {
+  /// If set: write the IR before the pipeline and after each of its passes
+  /// here ("00-input.mlir", "01-<pass>.mlir", ...), and for Backend::Cuda
+  /// also each kernel's PTX ("<module>.ptx") and the launch plans
+  /// ("forward.fwp", "backward.fwp").
+  std::string dumpDirectory;
+};
+
 /// The whole module compiled, forward and backward. Immutable once built:
 /// forward() and backward() may be called from several threads at once (the
 /// compiled code keeps no state between calls; each call allocates its own
@@ -155,7 +164,7 @@ public:
 private:
   explicit CompiledAttention(std::unique_ptr<Impl> impl);
   friend std::shared_ptr<const CompiledAttention>
-  compileUncached(const KernelDesc &desc);
+  compileUncached(const KernelDesc &desc, const CompileOptions &options);
 
   std::unique_ptr<Impl> impl;
 };
@@ -177,10 +186,11 @@ private:
 /// compiles again.
 std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc);
 
+
 /// Compiles `desc` without the cache (each call compiles). compile() is what
-/// callers want; this is for measuring compile time.
+/// callers want; this is for measuring compile time and for dumping IR.
 std::shared_ptr<const CompiledAttention>
-compileUncached(const KernelDesc &desc);
+compileUncached(const KernelDesc &desc, const CompileOptions &options = {});
 
 /// Number of compilations started so far in this process (by compile() on a
 /// cache miss, or by compileUncached()), failed ones included.
