@@ -1,7 +1,6 @@
 //===- Plan.cpp - Parsing and printing launch plans -----------------------===//
 
 #include "fwp/Runtime/Plan.h"
-#include "fwp/Runtime/KernelSet.h"
 
 #include <cctype>
 #include <cerrno>
@@ -961,6 +960,17 @@ std::string Plan::str() const {
   for (const PlanStep &step : steps)
     out << step.str() << "\n";
   return out.str();
+}
+
+std::string readTextFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error("cannot read file '" + path + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    throw Error("error reading file '" + path + "'");
+  return text.str();
 }
 
 Plan loadPlanFile(const std::string &path) {

@@ -1,6 +1,5 @@
 //===- PlanCuda.cpp - Launch plans on a CUDA GPU --------------------------===//
 
-#include "fwp/Runtime/KernelSet.h"
 #include "fwp/Runtime/Plan.h"
 
 namespace fwp::rt {

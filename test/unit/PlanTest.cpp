@@ -1134,6 +1134,20 @@ TEST(PlanRefusalTest, DivisionByZeroInALaunch) {
 // Files
 //===----------------------------------------------------------------------===//
 
+TEST(PlanFileTest, ReadTextFileReadsEveryByteAndNamesMissingFiles) {
+  std::string dir = tempDir("read");
+  std::filesystem::create_directories(dir);
+  std::string bytes("line\r\n\0tail", 11);
+  writeFile(dir + "/bytes", bytes);
+  EXPECT_EQ(readTextFile(dir + "/bytes"), bytes);
+  writeFile(dir + "/empty", "");
+  EXPECT_EQ(readTextFile(dir + "/empty"), "");
+  std::string missing = dir + "/does_not_exist";
+  EXPECT_TRUE(contains(messageOf<Error>([&] { readTextFile(missing); }),
+                       "cannot read file '" + missing + "'"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PlanFileTest, WritesAndReadsAPlanDirectory) {
   std::string dir = tempDir("written");
   writePlanDirectory(dir, kDocExample, {{"scan_kernel", "// ptx\n"}});

@@ -1,12 +1,12 @@
-//===- Error.h - Exceptions of the CUDA runtime ------------------*- C++
-//-*-===//
+//===- Error.h - Exceptions of the CUDA runtime -----------------*- C++ -*-===//
 //
 // Every failure in fwp::rt is an exception deriving from fwp::rt::Error, so
 // callers can catch the whole runtime with one handler or tell the cases
 // apart:
-//   CudaError     - the driver is missing, has no device, or a call failed.
-//   ManifestError - a kernel manifest (or a file it comes from) is malformed.
-//   LaunchError   - a launch request does not match its manifest entry.
+//   CudaError - the driver is missing, has no device, or a call failed.
+//   PlanError - a launch plan is malformed or cannot run with the arguments
+//               given (Plan.h).
+// Anything else (e.g. a file that cannot be read) is a plain Error.
 // Messages are meant to be shown to a user as they are.
 //
 //===----------------------------------------------------------------------===//
@@ -25,16 +25,6 @@ public:
 };
 
 class CudaError : public Error {
-public:
-  using Error::Error;
-};
-
-class ManifestError : public Error {
-public:
-  using Error::Error;
-};
-
-class LaunchError : public Error {
 public:
   using Error::Error;
 };

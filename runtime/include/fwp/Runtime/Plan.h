@@ -211,6 +211,10 @@ struct Plan {
   bool operator!=(const Plan &other) const { return !(*this == other); }
 };
 
+/// The contents of the file at `path`, byte for byte; throws Error naming
+/// the file if it cannot be read.
+std::string readTextFile(const std::string &path);
+
 /// Parses the plan file at `path`; errors name the file.
 Plan loadPlanFile(const std::string &path);
 
