@@ -186,7 +186,6 @@ private:
 /// compiles again.
 std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc);
 
-
 /// Compiles `desc` without the cache (each call compiles). compile() is what
 /// callers want; this is for measuring compile time and for dumping IR.
 std::shared_ptr<const CompiledAttention>
