@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Delinearize.h"
+
 #include "fwp/Conversion/Passes.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -46,14 +48,8 @@ LogicalResult distributeOverThreads(scf::ParallelOp loop, Value tid,
   gpu::BarrierOp::create(b);
 
   b.setInsertionPointToStart(strided.getBody());
-  Value rest = strided.getInductionVar();
-  auto ubs = loop.getUpperBound();
-  SmallVector<Value> ivs(ubs.size());
-  for (int64_t d = ubs.size() - 1; d >= 0; --d) {
-    ivs[d] = d == 0 ? rest : arith::RemUIOp::create(b, rest, ubs[d]);
-    if (d > 0)
-      rest = arith::DivUIOp::create(b, rest, ubs[d]);
-  }
+  SmallVector<Value> ivs =
+      delinearize(b, strided.getInductionVar(), loop.getUpperBound());
   for (auto [iv, value] : llvm::zip(loop.getInductionVars(), ivs))
     iv.replaceAllUsesWith(value);
 

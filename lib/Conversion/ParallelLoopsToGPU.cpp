@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Delinearize.h"
+
 #include "fwp/Conversion/Passes.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -55,11 +57,8 @@ LogicalResult convertLoop(scf::ParallelOp loop, int64_t blockSize) {
 
   // The point's induction variables, innermost dimension fastest.
   b.setInsertionPointToStart(&inRange.getThenRegion().front());
-  Value rest = point;
-  for (int64_t d = counts.size() - 1; d >= 0; --d) {
-    Value index = d == 0 ? rest : arith::RemUIOp::create(b, rest, counts[d]);
-    if (d > 0)
-      rest = arith::DivUIOp::create(b, rest, counts[d]);
+  SmallVector<Value> indices = delinearize(b, point, counts);
+  for (auto [d, index] : llvm::enumerate(indices)) {
     Value iv = arith::AddIOp::create(
         b, loop.getLowerBound()[d],
         arith::MulIOp::create(b, index, loop.getStep()[d]));

@@ -88,13 +88,6 @@ private:
     return desc.dtype == DType::F32 ? sizeof(float) : sizeof(double);
   }
 
-  static size_t count(const std::vector<int64_t> &sizes) {
-    size_t n = 1;
-    for (int64_t size : sizes)
-      n *= static_cast<size_t>(size);
-    return n;
-  }
-
   /// Uploads, runs `plan`, downloads.
   void run(const rt::Plan &plan, const std::vector<HostBuffer> &host) const {
     std::lock_guard<std::mutex> lock(mutex);
@@ -104,11 +97,14 @@ private:
     rt::DType dtype =
         desc.dtype == DType::F32 ? rt::DType::F32 : rt::DType::F64;
     for (const HostBuffer &buffer : host) {
-      size_t bytes = count(buffer.sizes) * elementBytes();
+      // CompiledAttention checked that the sizes do not overflow.
+      rt::BufferRef ref{0, buffer.sizes, dtype};
+      size_t bytes = static_cast<size_t>(*ref.elementCount()) * elementBytes();
       memory.emplace_back(bytes);
       if (buffer.in)
         memory.back().copyFromHost(buffer.in, bytes);
-      refs.push_back({memory.back().ptr(), buffer.sizes, dtype});
+      ref.ptr = memory.back().ptr();
+      refs.push_back(std::move(ref));
     }
     rt::execute(plan, dev, refs);
     for (auto [buffer, deviceBuffer] : llvm::zip(host, memory))
