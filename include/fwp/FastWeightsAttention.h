@@ -22,7 +22,7 @@
 //
 // dropout_prob is accepted and stored, as the seeds' constructor takes it,
 // but never applied: the seeds' reference builds an nn.Dropout and never
-// calls it inside the module (shared/docs/delta-rule-math.md, section 1).
+// calls it inside the module (docs/delta-rule-math.md, section 1).
 // forward() is therefore deterministic, in training as in evaluation.
 //
 // Not thread-safe: forward() and backward() change the object (the saved

@@ -1,6 +1,6 @@
 //===- Dpfp.cpp - DPFP feature map and its gradient -----------------------===//
 //
-// phi'(k) of shared/docs/delta-rule-math.md section 2, with the roll order of
+// phi'(k) of docs/delta-rule-math.md section 2, with the roll order of
 // the seeds' code (torch.roll(x, shifts=i)), not the seed text's i + j.
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 //===- Scan.cpp - Step-by-step fast-weight scan and its backward ----------===//
 //
-// The recurrence of shared/docs/delta-rule-math.md section 3, one step at a
+// The recurrence of docs/delta-rule-math.md section 3, one step at a
 // time, and its backward derived directly from that recurrence by walking
 // time in reverse. Deliberately not the chunked form of sections 4-5: the
 // reference must stay an independent check of the compiled kernels.

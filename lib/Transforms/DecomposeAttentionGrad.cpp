@@ -1,7 +1,7 @@
 //===- DecomposeAttentionGrad.cpp - Split fwp.attention_grad --------------===//
 //
-// The backward of FastWeightsAttention (docs/delta-rule-math.md, section 5,
-// last paragraph): recompute the projections, the gate and the scan's
+// The backward of FastWeightsAttention (docs/delta-rule-math.md, end of
+// section 5): recompute the projections, the gate and the scan's
 // outputs o (needed for dW_o), then
 //
 //   do      = dy W_o            dW_o = dy^T o         db_o = sum dy

@@ -2,7 +2,7 @@
 //
 // The obviously-correct float64 implementation every compiled backend is
 // judged against. Plain loops over steps (not the chunked form), following
-// shared/docs/delta-rule-math.md. No MLIR, no LLVM.
+// docs/delta-rule-math.md. No MLIR, no LLVM.
 //
 // Layouts (all row-major, C order):
 //   x, y, dy          [seqLen, batch, dModel]
