@@ -24,6 +24,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <stdlib.h>
@@ -371,11 +372,27 @@ std::vector<double> roundToFloat(std::vector<double> v) {
 TEST_F(FwpRunTest, HelpPrintsUsage) {
   RunResult r = run("--help");
   EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(
-      r.out.rfind("usage: fwp-run --inputs DIR --outputs DIR --heads H", 0), 0u)
-      << r.out;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(run("-h").status, 0);
+  EXPECT_EQ(r.out.rfind("OVERVIEW: runs the fast-weight attention layer", 0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find("fwp-run --inputs DIR --outputs DIR --heads H"),
+            std::string::npos);
+  for (const char *option :
+       {"--inputs=<DIR>", "--outputs=<DIR>", "--heads=<H>", "--nu=<N>",
+        "--eps=<E>", "--rule=<value>", "=delta", "=sum", "--backend=<value>",
+        "=reference", "=cpu", "=cuda", "--chunk-size=<C>", "--dump-ir=<DIR>"})
+    EXPECT_NE(r.out.find(option), std::string::npos) << option;
+  // The layouts of the inputs.
+  EXPECT_NE(r.out.find("w_beta.npy                          [heads, d_model]"),
+            std::string::npos);
+  // None of the hundreds of options LLVM registers.
+  EXPECT_EQ(r.out.find("--color"), std::string::npos);
+  EXPECT_EQ(r.out.find("General options"), std::string::npos);
+
+  RunResult shortHelp = run("-h");
+  EXPECT_EQ(shortHelp.status, 0);
+  EXPECT_EQ(shortHelp.out, r.out);
 }
 
 TEST_F(FwpRunTest, ForwardFloat64MatchesIndependentLoops) {
@@ -713,7 +730,7 @@ TEST_F(FwpRunTest, DefaultBackendForTheBackwardIsCpu) {
 TEST_F(FwpRunTest, RefusesBadCommandLines) {
   writeInputs(makeInputs(Sizes(), DType::F64, false));
   expectRefused(args("--heads 2 --bogus 1"),
-                {"fwp-run: unknown option '--bogus'"});
+                {"fwp-run: Unknown command line argument '--bogus'"});
   expectRefused(args("--heads"), {"fwp-run: option --heads needs a value"});
   expectRefused("--inputs --outputs " + quote(out.string()) + " --heads 2",
                 {"fwp-run: option --inputs needs a value"});
@@ -723,15 +740,21 @@ TEST_F(FwpRunTest, RefusesBadCommandLines) {
                 {"fwp-run: missing required option --outputs"});
   expectRefused(args(""), {"fwp-run: missing required option --heads"});
   expectRefused(args("--heads 2 extra"),
-                {"fwp-run: unexpected argument 'extra'"});
+                {"fwp-run: Unknown command line argument 'extra'"});
   expectRefused(args("--heads 2 --heads 2"),
                 {"fwp-run: option --heads is given more than once"});
   expectRefused(args("--heads two"),
-                {"fwp-run: --heads expects a positive integer, got 'two'"});
+                {"fwp-run: --heads expects an integer, got 'two'"});
+  // Two bad values: the first one is named.
+  expectRefused(args("--heads two --nu 1.5"),
+                {"fwp-run: --heads expects an integer, got 'two'"});
   expectRefused(args("--heads 0"),
                 {"fwp-run: --heads expects a positive integer, got '0'"});
   expectRefused(args("--heads 2 --nu 1.5"),
                 {"fwp-run: --nu expects an integer, got '1.5'"});
+  // Integers are decimal: 010 is ten, not eight.
+  expectRefused(args("--heads 010"),
+                {"fwp-run: --heads 10 does not divide d_model = 8"});
 }
 
 TEST_F(FwpRunTest, RefusesMissingFiles) {
@@ -815,12 +838,21 @@ TEST_F(FwpRunTest, RefusesNuOutOfRange) {
 
 TEST_F(FwpRunTest, RefusesBadEps) {
   writeInputs(makeInputs(Sizes(), DType::F64, false));
-  for (const char *eps : {"0", "-1e-6", "abc", "nan", "inf", "1e-6x", ""}) {
+  // The value as read back: -1e-6 is shown as -1e-06.
+  const std::pair<const char *, const char *> outOfRange[] = {
+      {"0", "0"}, {"-1e-6", "-1e-06"}, {"nan", "nan"}, {"inf", "inf"}};
+  for (const auto &[eps, shown] : outOfRange) {
     SCOPED_TRACE(eps);
     expectRefused(args(std::string("--heads 2 --eps=") + eps),
                   {std::string("fwp-run: --eps expects a finite number > 0, "
                                "got '") +
-                   eps + "'"});
+                   shown + "'"});
+  }
+  for (const char *eps : {"abc", "1e-6x", ""}) {
+    SCOPED_TRACE(eps);
+    expectRefused(
+        args(std::string("--heads 2 --eps=") + eps),
+        {std::string("fwp-run: --eps expects a number, got '") + eps + "'"});
   }
 }
 
@@ -838,18 +870,26 @@ TEST_F(FwpRunTest, RefusesUnavailableAndUnknownBackends) {
   expectRefused(args("--heads 2 --backend tpu"),
                 {"fwp-run: unknown backend 'tpu'"});
   expectRefused(args("--heads 2 --backend="),
-                {"fwp-run: option --backend needs a non-empty name"});
+                {"fwp-run: unknown backend '' (expected reference, cpu or "
+                 "cuda)"});
 }
 
 TEST_F(FwpRunTest, RefusesBadChunkSize) {
   writeInputs(makeInputs(Sizes(), DType::F64, false));
-  for (const char *c : {"0", "-4", "x", "1.5", ""}) {
+  for (const char *c : {"0", "-4"}) {
     SCOPED_TRACE(c);
     expectRefused(
         args(std::string("--heads 2 --backend cpu --chunk-size=") + c),
         {std::string("fwp-run: --chunk-size expects a positive "
                      "integer, got '") +
          c + "'"});
+  }
+  for (const char *c : {"x", "1.5", ""}) {
+    SCOPED_TRACE(c);
+    expectRefused(
+        args(std::string("--heads 2 --backend cpu --chunk-size=") + c),
+        {std::string("fwp-run: --chunk-size expects an integer, got '") + c +
+         "'"});
   }
 }
 

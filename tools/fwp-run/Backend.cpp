@@ -1,9 +1,12 @@
 //===- Backend.cpp - Backends fwp-run can run the layer on ----------------===//
 
 #include "Backend.h"
-#include "Error.h"
 
 #include "fwp/Runtime/Driver.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
 
 namespace fwp::run {
 
@@ -32,45 +35,19 @@ public:
   }
 };
 
-struct BackendEntry {
-  const char *name;
-  std::unique_ptr<Backend> (*create)(const BackendSettings &);
-};
-
-const BackendEntry kBackends[] = {
-    {"reference",
-     [](const BackendSettings &) {
-       return std::unique_ptr<Backend>(new ReferenceBackend);
-     }},
-    {"cpu", createCpuBackend},
-    {"cuda", createCudaBackend},
-};
-
-const BackendEntry *findBackend(const std::string &name) {
-  for (const BackendEntry &entry : kBackends)
-    if (name == entry.name)
-      return &entry;
-  return nullptr;
-}
-
 } // namespace
 
-std::vector<std::string> backendNames() {
-  std::vector<std::string> names;
-  for (const BackendEntry &entry : kBackends)
-    names.push_back(entry.name);
-  return names;
-}
-
-std::unique_ptr<Backend> createBackend(const std::string &name,
+std::unique_ptr<Backend> createBackend(BackendKind kind,
                                        const BackendSettings &settings) {
-  if (const BackendEntry *entry = findBackend(name))
-    return entry->create(settings);
-  std::string known;
-  for (const BackendEntry &entry : kBackends)
-    known += std::string(known.empty() ? "" : ", ") + entry.name;
-  throw UsageError("unknown backend '" + name + "' (expected one of: " + known +
-                   ")");
+  switch (kind) {
+  case BackendKind::Reference:
+    return std::make_unique<ReferenceBackend>();
+  case BackendKind::Cpu:
+    return createCpuBackend(settings);
+  case BackendKind::Cuda:
+    return createCudaBackend(settings);
+  }
+  throw std::logic_error("unknown backend kind");
 }
 
 BackendChoice chooseBackend(bool needsBackward,
@@ -79,21 +56,22 @@ BackendChoice chooseBackend(bool needsBackward,
   // prints says why the fastest one was not used.
   std::string why;
   auto skip = [&why](const std::string &reason) {
-    why += (why.empty() ? "" : "; ") + reason;
+    why += why.empty() ? reason : "; " + reason;
   };
-  std::vector<const char *> preference;
+  std::vector<BackendKind> preference;
   std::string whyNoGpu;
   if (rt::cudaUsable(&whyNoGpu))
-    preference.push_back("cuda");
+    preference.push_back(BackendKind::Cuda);
   else
-    skip("no usable CUDA GPU: " + whyNoGpu);
-  preference.push_back("cpu");
-  preference.push_back("reference");
+    skip(fmt::format("no usable CUDA GPU: {}", whyNoGpu));
+  preference.push_back(BackendKind::Cpu);
+  preference.push_back(BackendKind::Reference);
 
-  for (const char *name : preference) {
-    std::unique_ptr<Backend> backend = findBackend(name)->create(settings);
+  for (BackendKind kind : preference) {
+    std::unique_ptr<Backend> backend = createBackend(kind, settings);
     if (needsBackward && !backend->hasBackward()) {
-      skip(std::string("backend '") + name + "' computes the forward only");
+      skip(fmt::format("backend '{}' computes the forward only",
+                       backend->name()));
       continue;
     }
     return {std::move(backend), why.empty() ? "a usable CUDA GPU" : why};

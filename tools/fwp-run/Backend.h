@@ -8,8 +8,9 @@
 // backend computes in it (float32 inputs, float32 arithmetic), the reference
 // always computes in float64.
 //
-// Backends are looked up by name in a table (Backend.cpp): `reference`, and
-// `cpu` and `cuda` (the JIT-compiled forward and backward, JitBackend.cpp).
+// There are three kinds (createBackend): `reference`, and `cpu` and `cuda`
+// (the JIT-compiled forward and backward, JitBackend.cpp). The command line
+// names them (Options.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,8 @@
 #include <vector>
 
 namespace fwp::run {
+
+enum class BackendKind { Reference, Cpu, Cuda };
 
 /// Options that shape how a backend compiles, from the command line.
 struct BackendSettings {
@@ -61,12 +64,9 @@ public:
            const std::vector<double> &dy, npy::DType dtype) = 0;
 };
 
-/// The names fwp-run recognises, available or not, in the table's order.
-std::vector<std::string> backendNames();
-
-/// Creates the backend called `name`. Throws UsageError ("unknown backend
-/// ...") when there is none.
-std::unique_ptr<Backend> createBackend(const std::string &name,
+/// Creates the backend of `kind`; whether it can run is found out when it
+/// compiles or runs.
+std::unique_ptr<Backend> createBackend(BackendKind kind,
                                        const BackendSettings &settings);
 
 struct BackendChoice {

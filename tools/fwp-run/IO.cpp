@@ -3,6 +3,8 @@
 #include "IO.h"
 #include "Error.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -29,8 +31,8 @@ std::optional<npy::Array> loadFile(const fs::path &dir, const char *name,
   if (!fs::exists(st)) {
     if (optional)
       return std::nullopt;
-    throw UsageError("missing input file " + std::string(name) + " in '" +
-                     dir.string() + "'");
+    throw UsageError(
+        fmt::format("missing input file {} in '{}'", name, dir.string()));
   }
   try {
     return npy::read(path.string());
@@ -42,16 +44,16 @@ std::optional<npy::Array> loadFile(const fs::path &dir, const char *name,
 void expectShape(const char *name, const npy::Array &a,
                  const std::vector<int64_t> &expected, const std::string &why) {
   if (a.shape != expected)
-    throw UsageError(std::string(name) + " has shape " +
-                     npy::formatShape(a.shape) + ", expected " +
-                     npy::formatShape(expected) + " (" + why + ")");
+    throw UsageError(fmt::format("{} has shape {}, expected {} ({})", name,
+                                 npy::formatShape(a.shape),
+                                 npy::formatShape(expected), why));
 }
 
 void expectDtype(const char *name, const npy::Array &a, npy::DType dtype) {
   if (a.dtype != dtype)
-    throw UsageError(std::string(name) + " is " + npy::dtypeName(a.dtype) +
-                     " but x.npy is " + npy::dtypeName(dtype) +
-                     " (all inputs must have the same dtype)");
+    throw UsageError(fmt::format(
+        "{} is {} but x.npy is {} (all inputs must have the same dtype)", name,
+        npy::dtypeName(a.dtype), npy::dtypeName(dtype)));
 }
 
 void expectFinite(const char *name, const npy::Array &a) {
@@ -67,8 +69,8 @@ void expectFinite(const char *name, const npy::Array &a) {
       rest /= a.shape[d];
     }
     const char *what = std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
-    throw UsageError(std::string(name) + " has a non-finite value (" + what +
-                     ") at index " + npy::formatShape(index));
+    throw UsageError(fmt::format("{} has a non-finite value ({}) at index {}",
+                                 name, what, npy::formatShape(index)));
   }
 }
 
@@ -83,8 +85,8 @@ fs::path makeTempDir(const fs::path &pattern) {
   std::vector<char> buf(s.begin(), s.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data()))
-    throw std::runtime_error("cannot create temporary directory '" + s +
-                             "': " + std::strerror(errno));
+    throw std::runtime_error(fmt::format(
+        "cannot create temporary directory '{}': {}", s, std::strerror(errno)));
   return fs::path(buf.data());
 }
 
@@ -95,8 +97,9 @@ void removeQuietly(const fs::path &path) {
 
 void renameOrThrow(const fs::path &from, const fs::path &to) {
   if (std::rename(from.c_str(), to.c_str()) != 0)
-    throw std::runtime_error("cannot rename '" + from.string() + "' to '" +
-                             to.string() + "': " + std::strerror(errno));
+    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}': {}",
+                                         from.string(), to.string(),
+                                         std::strerror(errno)));
 }
 
 } // namespace
@@ -106,9 +109,11 @@ Problem loadInputs(const Options &opts) {
   std::error_code ec;
   fs::file_status st = fs::status(dir, ec);
   if (!fs::exists(st))
-    throw UsageError("input directory '" + opts.inputs + "' does not exist");
+    throw UsageError(
+        fmt::format("input directory '{}' does not exist", opts.inputs));
   if (!fs::is_directory(st))
-    throw UsageError("input path '" + opts.inputs + "' is not a directory");
+    throw UsageError(
+        fmt::format("input path '{}' is not a directory", opts.inputs));
 
   Problem p;
   p.config.heads = opts.heads;
@@ -119,11 +124,12 @@ Problem loadInputs(const Options &opts) {
   // x fixes the sizes and the dtype.
   npy::Array x = *loadFile(dir, "x.npy", false);
   if (x.shape.size() != 3)
-    throw UsageError("x.npy has shape " + npy::formatShape(x.shape) +
-                     ", expected [seq_len, batch, d_model]");
+    throw UsageError(
+        fmt::format("x.npy has shape {}, expected [seq_len, batch, d_model]",
+                    npy::formatShape(x.shape)));
   if (x.shape[2] < 1)
-    throw UsageError("x.npy has shape " + npy::formatShape(x.shape) +
-                     ", expected d_model >= 1");
+    throw UsageError(fmt::format("x.npy has shape {}, expected d_model >= 1",
+                                 npy::formatShape(x.shape)));
   expectFinite("x.npy", x);
   p.dtype = x.dtype;
   p.shape.seqLen = x.shape[0];
@@ -134,16 +140,16 @@ Problem loadInputs(const Options &opts) {
   // Options that must fit the sizes.
   int64_t heads = opts.heads;
   if (d % heads != 0)
-    throw UsageError("--heads " + std::to_string(heads) +
-                     " does not divide d_model = " + std::to_string(d) +
-                     " (x.npy has shape " + npy::formatShape(x.shape) + ")");
+    throw UsageError(fmt::format(
+        "--heads {} does not divide d_model = {} (x.npy has shape {})", heads,
+        d, npy::formatShape(x.shape)));
   int64_t dk = d / heads;
   if (opts.nu < 1 || opts.nu > 2 * dk - 1)
-    throw UsageError("--nu " + std::to_string(opts.nu) +
-                     " is out of range [1, " + std::to_string(2 * dk - 1) +
-                     "] (d_k = d_model / heads = " + std::to_string(dk) + ")");
+    throw UsageError(fmt::format(
+        "--nu {} is out of range [1, {}] (d_k = d_model / heads = {})", opts.nu,
+        2 * dk - 1, dk));
 
-  std::string dm = "d_model = " + std::to_string(d);
+  std::string dm = fmt::format("d_model = {}", d);
   struct Param {
     const char *name;
     std::vector<int64_t> shape;
@@ -155,7 +161,7 @@ Problem loadInputs(const Options &opts) {
       {"w_v.npy", {d, d}, dm, &p.params.wV},
       {"w_beta.npy",
        {heads, d},
-       "heads = " + std::to_string(heads) + ", " + dm,
+       fmt::format("heads = {}, {}", heads, dm),
        &p.params.wBeta},
       {"w_o.npy", {d, d}, dm, &p.params.wO},
       {"b_o.npy", {d}, dm, &p.params.bO},
@@ -183,7 +189,8 @@ void checkOutputPath(const std::string &dir) {
   std::error_code ec;
   fs::file_status st = fs::status(stripTrailingSlashes(dir), ec);
   if (fs::exists(st) && !fs::is_directory(st))
-    throw UsageError("output path '" + dir + "' exists and is not a directory");
+    throw UsageError(
+        fmt::format("output path '{}' exists and is not a directory", dir));
 }
 
 void writeOutputs(const std::string &dirArg,
@@ -194,8 +201,8 @@ void writeOutputs(const std::string &dirArg,
   fs::file_status st = fs::status(target, ec);
   bool exists = fs::exists(st);
   if (exists && !fs::is_directory(st))
-    throw std::runtime_error("output path '" + dirArg +
-                             "' exists and is not a directory");
+    throw std::runtime_error(
+        fmt::format("output path '{}' exists and is not a directory", dirArg));
 
   fs::path tmp;
   if (exists) {
@@ -205,10 +212,10 @@ void writeOutputs(const std::string &dirArg,
     if (!parent.empty()) {
       fs::create_directories(parent, ec);
       if (ec)
-        throw std::runtime_error("cannot create directory '" + parent.string() +
-                                 "': " + ec.message());
+        throw std::runtime_error(fmt::format("cannot create directory '{}': {}",
+                                             parent.string(), ec.message()));
     }
-    tmp = makeTempDir(target.string() + ".tmp-XXXXXX");
+    tmp = makeTempDir(fmt::format("{}.tmp-XXXXXX", target.string()));
   }
 
   try {
@@ -220,8 +227,9 @@ void writeOutputs(const std::string &dirArg,
       mode_t mask = umask(0);
       umask(mask);
       if (chmod(tmp.c_str(), 0777 & ~mask) != 0)
-        throw std::runtime_error("cannot set the mode of '" + tmp.string() +
-                                 "': " + std::strerror(errno));
+        throw std::runtime_error(fmt::format("cannot set the mode of '{}': {}",
+                                             tmp.string(),
+                                             std::strerror(errno)));
       renameOrThrow(tmp, target);
       return;
     }
@@ -236,9 +244,9 @@ void writeOutputs(const std::string &dirArg,
         continue;
       fs::remove(target / name, ec);
       if (ec)
-        throw std::runtime_error("cannot remove stale output '" +
-                                 (target / name).string() +
-                                 "': " + ec.message());
+        throw std::runtime_error(
+            fmt::format("cannot remove stale output '{}': {}",
+                        (target / name).string(), ec.message()));
     }
     removeQuietly(tmp);
   } catch (...) {

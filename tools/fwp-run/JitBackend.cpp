@@ -13,6 +13,8 @@
 #include "fwp/JIT/JIT.h"
 #include "fwp/Runtime/Driver.h"
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <stdexcept>
 
@@ -34,6 +36,13 @@ jit::KernelDesc describe(const ref::AttentionConfig &config,
   desc.chunkSize = chunkSize;
   desc.backend = backend;
   return desc;
+}
+
+/// Options that write every stage of the compilation under `dir`.
+jit::CompileOptions dumpingTo(std::string dir) {
+  jit::CompileOptions options;
+  options.dumpDirectory = std::move(dir);
+  return options;
 }
 
 template <typename T> std::vector<T> cast(const std::vector<double> &v) {
@@ -133,7 +142,8 @@ private:
           npy::DType dtype) const {
     std::string whyNoGpu;
     if (target == jit::Backend::Cuda && !rt::cudaUsable(&whyNoGpu))
-      throw UsageError("backend 'cuda' needs a usable CUDA GPU: " + whyNoGpu);
+      throw UsageError(
+          fmt::format("backend 'cuda' needs a usable CUDA GPU: {}", whyNoGpu));
     try {
       jit::KernelDesc desc =
           describe(config, shape, dtype, settings.chunkSize, target);
@@ -153,11 +163,13 @@ private:
   /// needs no GPU).
   std::shared_ptr<const jit::CompiledAttention>
   compileAndDump(const jit::KernelDesc &desc) const {
-    auto kernel = jit::compileUncached(desc, {settings.dumpIr + "/" + name()});
+    auto kernel = jit::compileUncached(
+        desc, dumpingTo(fmt::format("{}/{}", settings.dumpIr, name())));
     if (target == jit::Backend::Cpu) {
       jit::KernelDesc cuda = desc;
       cuda.backend = jit::Backend::Cuda;
-      jit::compileUncached(cuda, {settings.dumpIr + "/cuda"});
+      jit::compileUncached(cuda,
+                           dumpingTo(fmt::format("{}/cuda", settings.dumpIr)));
     }
     return kernel;
   }

@@ -1,177 +1,293 @@
 //===- Options.cpp - Command line of fwp-run ------------------------------===//
+//
+// The options are llvm::cl options of a private category, so that --help
+// lists only them. fwp-run reports a bad command line as one line naming the
+// first problem, where llvm::cl would print a line per problem, most of them
+// straight to llvm::errs():
+//  - the value parsers below write to parseErrors(), the stream that
+//    ParseCommandLineOptions writes its own errors (an unknown option or
+//    argument) to;
+//  - llvm::cl takes the argument after an option as its value even when that
+//    is another option, and reports a value missing at the end on
+//    llvm::errs(): checkValuesGiven catches both before parsing;
+//  - a repeated option silently overrides the earlier one, and cl::Required
+//    reports on llvm::errs(): both are checked after parsing.
+// Only llvm::cl's own options (a bad value such as --help=3) still report
+// on llvm::errs().
+//
+//===----------------------------------------------------------------------===//
 
 #include "Options.h"
 #include "Error.h"
 
-#include <cctype>
-#include <cerrno>
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
 #include <cmath>
-#include <cstdlib>
-#include <set>
+#include <vector>
 
 namespace fwp::run {
 
-const char *usage() {
-  return "usage: fwp-run --inputs DIR --outputs DIR --heads H [--nu N] "
-         "[--eps E]\n"
-         "               [--rule delta|sum] [--backend reference|cpu|cuda]\n"
-         "               [--chunk-size C] [--dump-ir DIR]\n"
-         "\n"
-         "Runs the fast-weight attention layer on .npy inputs.\n"
-         "\n"
-         "options:\n"
-         "  --inputs DIR    directory holding the inputs (below)\n"
-         "  --outputs DIR   directory to write the outputs to (created if "
-         "missing)\n"
-         "  --heads H       number of heads; must divide d_model\n"
-         "  --nu N          DPFP order, 1 <= N <= 2*d_k-1 (default 1)\n"
-         "  --eps E         DPFP normaliser epsilon, > 0 (default 1e-6)\n"
-         "  --rule R        fast-weight update: delta (default) or sum\n"
-         "  --backend B     where to run the layer:\n"
-         "                    reference  float64 loops, forward and backward\n"
-         "                    cpu        compiled for this CPU, in the "
-         "inputs'\n"
-         "                               dtype, forward and backward\n"
-         "                    cuda       compiled to PTX and run on the GPU "
-         "by the\n"
-         "                               CUDA runtime, forward and backward\n"
-         "                  without --backend: cuda if a CUDA GPU is usable,\n"
-         "                  else cpu; the choice is printed on stderr\n"
-         "  --chunk-size C  steps per chunk of the compiled scan, 1 to 4096 "
-         "(default 64)\n"
-         "  --dump-ir DIR   write the IR before and after every stage of the\n"
-         "                  compilation to DIR/<backend>/NN-<pass>.mlir, and\n"
-         "                  the PTX and launch plans to DIR/cuda (cpu and "
-         "cuda\n"
-         "                  backends; the PTX needs no GPU)\n"
-         "  --help          print this text and exit\n"
-         "\n"
-         "inputs (.npy, all float32 or all float64, little-endian, C order):\n"
-         "  x.npy       [seq_len, batch, d_model]\n"
-         "  w_q.npy, w_k.npy, w_v.npy, w_o.npy   [d_model, d_model]\n"
-         "  w_beta.npy  [heads, d_model]\n"
-         "  b_o.npy     [d_model]\n"
-         "  dy.npy      [seq_len, batch, d_model]  optional: also run the "
-         "backward\n"
-         "\n"
-         "outputs (in the inputs' dtype):\n"
-         "  y.npy; with dy.npy also dx.npy, dw_q.npy, dw_k.npy, dw_v.npy,\n"
-         "  dw_beta.npy, dw_o.npy, db_o.npy\n"
-         "\n"
-         "All outputs are written to a temporary place first and renamed into\n"
-         "DIR at the end, so DIR never holds a partial set of new outputs.\n"
-         "Without dy.npy, stale gradient files from an earlier run are "
-         "removed\n"
-         "from DIR.\n"
-         "\n"
-         "exit status: 0 success, 2 bad usage or bad inputs, 1 other "
-         "failure\n";
-}
-
 namespace {
 
-bool parseInt(const std::string &text, int64_t &out) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0')
-    return false;
-  out = v;
+namespace cl = llvm::cl;
+using llvm::StringRef;
+
+//===----------------------------------------------------------------------===//
+// Value parsers
+//===----------------------------------------------------------------------===//
+
+/// Where every problem found while parsing goes, one a line.
+llvm::raw_string_ostream &parseErrors() {
+  static std::string text;
+  static llvm::raw_string_ostream stream(text);
+  return stream;
+}
+
+/// Records a value that does not parse; true, as a parser returns on error.
+bool badValue(const std::string &problem) {
+  parseErrors() << problem << '\n';
   return true;
 }
 
-bool parseDouble(const std::string &text, double &out) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])))
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v))
-    return false;
-  out = v;
-  return true;
+/// Decimal integers: llvm::cl's own parser also reads "010" as octal.
+class IntegerParser : public cl::parser<long long> {
+public:
+  using cl::parser<long long>::parser;
+
+  bool parse(cl::Option &, StringRef name, StringRef text, long long &value) {
+    if (!text.getAsInteger(10, value))
+      return false;
+    return badValue(
+        fmt::format("--{} expects an integer, got '{}'", name, text));
+  }
+};
+
+class NumberParser : public cl::parser<double> {
+public:
+  using cl::parser<double>::parser;
+
+  bool parse(cl::Option &, StringRef name, StringRef text, double &value) {
+    if (!text.getAsDouble(value))
+      return false;
+    return badValue(fmt::format("--{} expects a number, got '{}'", name, text));
+  }
+};
+
+/// "a", "a or b", "a, b or c".
+std::string alternatives(const std::vector<StringRef> &names) {
+  if (names.size() < 2)
+    return llvm::join(names, "");
+  return fmt::format("{} or {}", llvm::join(llvm::drop_end(names), ", "),
+                     names.back());
+}
+
+/// The names of an enumerated option (cl::values).
+template <typename Enum> class NameParser : public cl::parser<Enum> {
+public:
+  using cl::parser<Enum>::parser;
+
+  bool parse(cl::Option &, StringRef name, StringRef text, Enum &value) {
+    unsigned index = this->findOption(text);
+    if (index < this->getNumOptions()) {
+      value = this->Values[index].V.getValue();
+      return false;
+    }
+    std::vector<StringRef> names;
+    for (unsigned i = 0; i < this->getNumOptions(); ++i)
+      names.push_back(this->getOption(i));
+    return badValue(fmt::format("unknown {} '{}' (expected {})", name, text,
+                                alternatives(names)));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+cl::OptionCategory category("fwp-run options");
+
+cl::opt<std::string> inputs("inputs", cl::cat(category), cl::value_desc("DIR"),
+                            cl::desc("directory holding the inputs (below); "
+                                     "required"));
+
+cl::opt<std::string>
+    outputs("outputs", cl::cat(category), cl::value_desc("DIR"),
+            cl::desc("directory to write the outputs to (created if\n"
+                     "missing); required"));
+
+cl::opt<long long, false, IntegerParser>
+    heads("heads", cl::cat(category), cl::value_desc("H"),
+          cl::desc("number of heads; must divide d_model; required"));
+
+cl::opt<long long, false, IntegerParser>
+    nu("nu", cl::cat(category), cl::value_desc("N"), cl::init(1),
+       cl::desc("DPFP order, 1 <= N <= 2*d_k-1 (default 1)"));
+
+cl::opt<double, false, NumberParser>
+    eps("eps", cl::cat(category), cl::value_desc("E"), cl::init(1e-6),
+        cl::desc("DPFP normaliser epsilon, > 0 (default 1e-6)"));
+
+cl::opt<ref::Rule, false, NameParser<ref::Rule>>
+    rule("rule", cl::cat(category), cl::init(ref::Rule::Delta),
+         cl::desc("fast-weight update"),
+         cl::values(clEnumValN(ref::Rule::Delta, "delta",
+                               "W += beta (v - W k) k^T (default)"),
+                    clEnumValN(ref::Rule::Sum, "sum", "W += v k^T")));
+
+cl::opt<BackendKind, false, NameParser<BackendKind>> backend(
+    "backend", cl::cat(category),
+    cl::desc("where to run the layer; without --backend: cuda if a\n"
+             "CUDA GPU is usable, else cpu (the choice is printed on\n"
+             "stderr)"),
+    cl::values(clEnumValN(BackendKind::Reference, "reference",
+                          "float64 loops, forward and backward"),
+               clEnumValN(BackendKind::Cpu, "cpu",
+                          "compiled for this CPU, in the inputs' dtype,\n"
+                          "forward and backward"),
+               clEnumValN(BackendKind::Cuda, "cuda",
+                          "compiled to PTX and run on the GPU by the CUDA\n"
+                          "runtime, forward and backward")));
+
+cl::opt<long long, false, IntegerParser>
+    chunkSize("chunk-size", cl::cat(category), cl::value_desc("C"),
+              cl::init(64),
+              cl::desc("steps per chunk of the compiled scan, 1 to 4096 "
+                       "(default 64)"));
+
+cl::opt<std::string>
+    dumpIr("dump-ir", cl::cat(category), cl::value_desc("DIR"),
+           cl::desc("write the IR before and after every stage of the\n"
+                    "compilation to DIR/<backend>/NN-<pass>.mlir, and the PTX\n"
+                    "and launch plans to DIR/cuda (cpu and cuda backends; the\n"
+                    "PTX needs no GPU)"));
+
+constexpr const char *kOverview =
+    "runs the fast-weight attention layer on .npy inputs\n\n"
+    "  fwp-run --inputs DIR --outputs DIR --heads H [options]\n";
+
+cl::extrahelp layouts(R"(
+INPUTS (.npy, all float32 or all float64, little-endian, C order):
+
+  x.npy                               [seq_len, batch, d_model]
+  w_q.npy, w_k.npy, w_v.npy, w_o.npy  [d_model, d_model]
+  w_beta.npy                          [heads, d_model]
+  b_o.npy                             [d_model]
+  dy.npy                              [seq_len, batch, d_model], optional:
+                                      also run the backward
+
+OUTPUTS (in the inputs' dtype):
+
+  y.npy; with dy.npy also dx.npy, dw_q.npy, dw_k.npy, dw_v.npy,
+  dw_beta.npy, dw_o.npy, db_o.npy
+
+  All outputs are written to a temporary place first and renamed into
+  DIR at the end, so DIR never holds a partial set of new outputs.
+  Without dy.npy, stale gradient files from an earlier run are removed
+  from DIR.
+
+EXIT STATUS: 0 success, 2 bad usage or bad inputs, 1 other failure
+)");
+
+//===----------------------------------------------------------------------===//
+// Checks
+//===----------------------------------------------------------------------===//
+
+/// Refuses an option that needs a value but is the last argument or is
+/// followed by another option ("--inputs --heads 2" is a missing value, not
+/// an input directory named "--heads").
+void checkValuesGiven(int argc, const char *const *argv) {
+  const auto &registered = cl::getRegisteredOptions();
+  for (int i = 1; i < argc; ++i) {
+    StringRef name = argv[i];
+    if (name == "--")
+      return; // the rest is not options
+    if (!name.consume_front("-") || name.contains('='))
+      continue;
+    name.consume_front("-");
+    cl::Option *option = registered.lookup(name);
+    if (!option || option->getValueExpectedFlag() != cl::ValueRequired)
+      continue;
+    if (i + 1 == argc || StringRef(argv[i + 1]).starts_with("--"))
+      throw UsageError(fmt::format("option --{} needs a value", name));
+    ++i; // its value
+  }
+}
+
+/// The first problem ParseCommandLineOptions or a parser reported, without
+/// the "<program>: " llvm::cl starts its lines with (report() adds its own).
+std::string firstProblem(StringRef errors, StringRef program) {
+  StringRef line = errors.split('\n').first;
+  line.consume_front(fmt::format("{}: ", program));
+  // Empty when llvm::cl printed the problem itself (a bad value for one of
+  // its own options, such as --help=3).
+  return line.empty() ? "bad command line (see --help)" : line.str();
+}
+
+bool isOurs(const cl::Option &option) {
+  return llvm::is_contained(option.Categories, &category);
+}
+
+void checkOccurrences() {
+  for (const auto &entry : cl::getRegisteredOptions())
+    if (isOurs(*entry.second) && entry.second->getNumOccurrences() > 1)
+      throw UsageError(fmt::format("option --{} is given more than once",
+                                   entry.second->ArgStr));
+  const cl::Option *required[] = {&inputs, &outputs, &heads};
+  for (const cl::Option *option : required)
+    if (option->getNumOccurrences() == 0)
+      throw UsageError(fmt::format("missing required option --{} (see --help)",
+                                   option->ArgStr));
+}
+
+/// The value of a directory option, which may be absent but not empty.
+std::string directory(const cl::opt<std::string> &option) {
+  if (option.getNumOccurrences() > 0 && option.empty())
+    throw UsageError(
+        fmt::format("option --{} needs a non-empty directory", option.ArgStr));
+  return option;
+}
+
+int64_t positive(const cl::opt<long long, false, IntegerParser> &option) {
+  if (option < 1)
+    throw UsageError(fmt::format("--{} expects a positive integer, got '{}'",
+                                 option.ArgStr, option.getValue()));
+  return option;
+}
+
+double positiveFinite(const cl::opt<double, false, NumberParser> &option) {
+  if (!std::isfinite(option) || !(option > 0))
+    throw UsageError(fmt::format("--{} expects a finite number > 0, got '{}'",
+                                 option.ArgStr, option.getValue()));
+  return option;
 }
 
 } // namespace
 
 Options parseOptions(int argc, const char *const *argv) {
+  cl::HideUnrelatedOptions(category);
+  checkValuesGiven(argc, argv);
+  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &parseErrors()))
+    throw UsageError(
+        firstProblem(parseErrors().str(), llvm::sys::path::filename(argv[0])));
+  checkOccurrences();
+
   Options opts;
-  std::set<std::string> seen;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      opts.help = true;
-      return opts;
-    }
-    if (arg.rfind("--", 0) != 0)
-      throw UsageError("unexpected argument '" + arg + "' (see --help)");
-
-    std::string name = arg, value;
-    bool hasValue = false;
-    size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      hasValue = true;
-    }
-    static const std::set<std::string> known = {
-        "--inputs", "--outputs", "--heads",      "--nu",     "--eps",
-        "--rule",   "--backend", "--chunk-size", "--dump-ir"};
-    if (!known.count(name))
-      throw UsageError("unknown option '" + name + "' (see --help)");
-    if (!hasValue) {
-      // A following option is not taken for a value: "--inputs --heads 2"
-      // is a missing value, not an input directory named "--heads".
-      if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
-        throw UsageError("option " + name + " needs a value");
-      value = argv[++i];
-    }
-    if (!seen.insert(name).second)
-      throw UsageError("option " + name + " is given more than once");
-
-    if (name == "--inputs" || name == "--outputs") {
-      if (value.empty())
-        throw UsageError("option " + name + " needs a non-empty directory");
-      (name == "--inputs" ? opts.inputs : opts.outputs) = value;
-    } else if (name == "--heads") {
-      if (!parseInt(value, opts.heads) || opts.heads < 1)
-        throw UsageError("--heads expects a positive integer, got '" + value +
-                         "'");
-    } else if (name == "--nu") {
-      if (!parseInt(value, opts.nu))
-        throw UsageError("--nu expects an integer, got '" + value + "'");
-    } else if (name == "--eps") {
-      if (!parseDouble(value, opts.eps) || !(opts.eps > 0))
-        throw UsageError("--eps expects a finite number > 0, got '" + value +
-                         "'");
-    } else if (name == "--rule") {
-      if (value == "delta")
-        opts.rule = ref::Rule::Delta;
-      else if (value == "sum")
-        opts.rule = ref::Rule::Sum;
-      else
-        throw UsageError("unknown rule '" + value +
-                         "' (expected delta or sum)");
-    } else if (name == "--backend") {
-      if (value.empty())
-        throw UsageError("option --backend needs a non-empty name");
-      opts.backend = value;
-    } else if (name == "--dump-ir") {
-      if (value.empty())
-        throw UsageError("option --dump-ir needs a non-empty directory");
-      opts.dumpIr = value;
-    } else if (name == "--chunk-size") {
-      if (!parseInt(value, opts.chunkSize) || opts.chunkSize < 1)
-        throw UsageError("--chunk-size expects a positive integer, got '" +
-                         value + "'");
-    }
-  }
-  for (const char *required : {"--inputs", "--outputs", "--heads"})
-    if (!seen.count(required))
-      throw UsageError(std::string("missing required option ") + required +
-                       " (see --help)");
+  opts.inputs = directory(inputs);
+  opts.outputs = directory(outputs);
+  opts.heads = positive(heads);
+  opts.nu = nu;
+  opts.eps = positiveFinite(eps);
+  opts.rule = rule;
+  if (backend.getNumOccurrences() > 0)
+    opts.backend = backend;
+  opts.chunkSize = positive(chunkSize);
+  opts.dumpIr = directory(dumpIr);
   return opts;
 }
 

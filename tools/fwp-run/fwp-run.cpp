@@ -2,7 +2,7 @@
 //
 //   fwp-run --inputs DIR --outputs DIR --heads H [--nu 1] [--eps 1e-6]
 //           [--rule delta|sum] [--backend reference|cpu|cuda]
-//           [--chunk-size 64]
+//           [--chunk-size 64] [--dump-ir DIR]
 //
 // Reads x, the layer's parameters and optionally dy from DIR/*.npy, runs the
 // forward (and, given dy, the backward) on the chosen backend and writes y
@@ -20,9 +20,12 @@
 #include "IO.h"
 #include "Options.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <new>
 #include <string>
+#include <string_view>
 
 using namespace fwp;
 using namespace fwp::run;
@@ -32,17 +35,16 @@ namespace {
 /// Prints `message` as one line "fwp-run: ..." on stderr: any newline in it
 /// (say, from a file name or compiler diagnostics) is escaped.
 void report(const std::string &message) {
-  std::string line = "fwp-run: ";
+  std::string escaped;
   for (char c : message) {
     if (c == '\n')
-      line += "\\n";
+      escaped += "\\n";
     else if (c == '\r')
-      line += "\\r";
+      escaped += "\\r";
     else
-      line += c;
+      escaped += c;
   }
-  line += '\n';
-  std::fputs(line.c_str(), stderr);
+  fmt::print(stderr, "fwp-run: {}\n", escaped);
 }
 
 /// Wraps a backend result as an output file, checking its size.
@@ -51,21 +53,17 @@ OutputFile output(const char *name, std::vector<int64_t> shape,
                   const Backend &backend) {
   int64_t expected = npy::numElements(shape);
   if (values.size() != static_cast<uint64_t>(expected))
-    throw std::runtime_error(std::string("internal error: backend '") +
-                             backend.name() + "' returned " +
-                             std::to_string(values.size()) + " values for " +
-                             name + ", expected " + std::to_string(expected) +
-                             " (shape " + npy::formatShape(shape) + ")");
+    throw std::runtime_error(fmt::format(
+        "internal error: backend '{}' returned {} values for {}, expected {} "
+        "(shape {})",
+        backend.name(), values.size(), name, expected,
+        npy::formatShape(shape)));
   return OutputFile{name,
                     npy::Array{std::move(shape), dtype, std::move(values)}};
 }
 
 int runTool(int argc, char **argv) {
   Options opts = parseOptions(argc, argv);
-  if (opts.help) {
-    std::fputs(usage(), stdout);
-    return 0;
-  }
   BackendSettings settings;
   settings.chunkSize = opts.chunkSize;
   settings.dumpIr = opts.dumpIr;
@@ -73,22 +71,21 @@ int runTool(int argc, char **argv) {
   // read; the default one depends on them (does dy.npy ask for the
   // backward?), so it is chosen after.
   std::unique_ptr<Backend> backend;
-  if (!opts.backend.empty())
-    backend = createBackend(opts.backend, settings);
+  if (opts.backend)
+    backend = createBackend(*opts.backend, settings);
   checkOutputPath(opts.outputs);
   Problem p = loadInputs(opts);
   if (!backend) {
     BackendChoice choice = chooseBackend(p.hasDy, settings);
     backend = std::move(choice.backend);
-    report(std::string("using backend ") + backend->name() + " (" + choice.why +
-           ")");
+    report(fmt::format("using backend {} ({})", backend->name(), choice.why));
   }
-  if (!opts.dumpIr.empty() && std::string(backend->name()) == "reference")
+  if (!opts.dumpIr.empty() && std::string_view(backend->name()) == "reference")
     throw UsageError("--dump-ir needs a compiled backend (cpu or cuda); the "
                      "reference is not compiled");
   if (p.hasDy && !backend->hasBackward())
-    throw UsageError(std::string("backend '") + backend->name() +
-                     "' computes the forward only");
+    throw UsageError(
+        fmt::format("backend '{}' computes the forward only", backend->name()));
 
   const int64_t t = p.shape.seqLen, b = p.shape.batch, d = p.shape.dModel;
   const int64_t h = p.config.heads;
