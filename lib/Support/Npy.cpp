@@ -12,6 +12,8 @@
 
 #include "fwp/Support/Npy.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -31,7 +33,7 @@ constexpr size_t kArrayAlign = 64;
 constexpr size_t kGrowthAxisMaxDigits = 21;
 
 [[noreturn]] void fail(const std::string &name, const std::string &problem) {
-  throw std::runtime_error(name + ": " + problem);
+  throw std::runtime_error(fmt::format("{}: {}", name, problem));
 }
 
 size_t itemSize(DType dtype) { return dtype == DType::F32 ? 4 : 8; }
@@ -70,10 +72,10 @@ public:
     while (!consume('}')) {
       std::string key = parseString("a dict key");
       if (key != "descr" && key != "fortran_order" && key != "shape")
-        error("unexpected key '" + key + "'");
+        error(fmt::format("unexpected key '{}'", key));
       skipSpace();
       if (!consume(':'))
-        error("expected ':' after key '" + key + "'");
+        error(fmt::format("expected ':' after key '{}'", key));
       skipSpace();
       Value value = parseValue(key);
       if (key == "descr")
@@ -86,7 +88,7 @@ public:
       if (consume(','))
         skipSpace();
       else if (peek() != '}')
-        error("expected ',' or '}' after the value of '" + key + "'");
+        error(fmt::format("expected ',' or '}}' after the value of '{}'", key));
     }
     skipSpace();
     if (pos != text.size())
@@ -106,7 +108,7 @@ private:
   size_t pos = 0;
 
   [[noreturn]] void error(const std::string &problem) {
-    fail(name, "malformed .npy header: " + problem);
+    fail(name, fmt::format("malformed .npy header: {}", problem));
   }
 
   char peek() const { return pos < text.size() ? text[pos] : '\0'; }
@@ -142,7 +144,7 @@ private:
   void store(bool &has, Value &slot, const std::string &key,
              const Value &value) {
     if (has)
-      error("duplicate key '" + key + "'");
+      error(fmt::format("duplicate key '{}'", key));
     has = true;
     slot = value;
   }
@@ -150,7 +152,7 @@ private:
   std::string parseString(const char *what) {
     char quote = peek();
     if (quote != '\'' && quote != '"')
-      error(std::string("expected ") + what + " (a quoted string)");
+      error(fmt::format("expected {} (a quoted string)", what));
     ++pos;
     std::string out;
     while (true) {
@@ -192,7 +194,7 @@ private:
     } else if (c == '[' && key == "descr") {
       fail(name, "structured dtypes are not supported");
     } else {
-      error("unsupported value for '" + key + "'");
+      error(fmt::format("unsupported value for '{}'", key));
     }
     value.text = text.substr(start, pos - start);
     return value;
@@ -200,14 +202,14 @@ private:
 
   int64_t parseInt(const std::string &key) {
     if (peek() == '-')
-      fail(name, "bad shape: negative dimension in '" + key + "'");
+      fail(name, fmt::format("bad shape: negative dimension in '{}'", key));
     if (!std::isdigit(static_cast<unsigned char>(peek())))
-      error("bad shape tuple: expected an integer in '" + key + "'");
+      error(fmt::format("bad shape tuple: expected an integer in '{}'", key));
     int64_t v = 0;
     while (std::isdigit(static_cast<unsigned char>(peek()))) {
       int digit = text[pos++] - '0';
       if (v > (std::numeric_limits<int64_t>::max() - digit) / 10)
-        error("bad shape tuple: dimension too large in '" + key + "'");
+        error(fmt::format("bad shape tuple: dimension too large in '{}'", key));
       v = v * 10 + digit;
     }
     consume('L'); // Python 2 long literal, as old numpy wrote them.
@@ -227,7 +229,7 @@ private:
       if (consume(')'))
         break;
       if (!consume(','))
-        error("bad shape tuple: expected ',' or ')' in '" + key + "'");
+        error(fmt::format("bad shape tuple: expected ',' or ')' in '{}'", key));
       sawComma = true;
       skipSpace();
       if (consume(')'))
@@ -235,7 +237,7 @@ private:
     }
     // "(3)" is the integer 3 in Python, not a tuple.
     if (out.size() == 1 && !sawComma)
-      error("bad shape tuple: '" + key + "' is not a tuple");
+      error(fmt::format("bad shape tuple: '{}' is not a tuple", key));
     return out;
   }
 };
@@ -256,16 +258,10 @@ void storeLE(std::string &out, uint64_t v, size_t n) {
     out += static_cast<char>((v >> (8 * i)) & 0xff);
 }
 
+/// "()", "(3,)", "(2, 3)".
 std::string pythonShapeRepr(const std::vector<int64_t> &shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1)
-    s += ",";
-  return s + ")";
+  return fmt::format("({}{})", fmt::join(shape, ", "),
+                     shape.size() == 1 ? "," : "");
 }
 
 } // namespace
@@ -274,11 +270,11 @@ int64_t numElements(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0)
-      throw std::runtime_error("negative dimension in shape " +
-                               formatShape(shape));
+      throw std::runtime_error(
+          fmt::format("negative dimension in shape {}", formatShape(shape)));
     if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      throw std::runtime_error("shape " + formatShape(shape) +
-                               " has too many elements");
+      throw std::runtime_error(
+          fmt::format("shape {} has too many elements", formatShape(shape)));
     n *= d;
   }
   return n;
@@ -289,13 +285,7 @@ const char *dtypeName(DType dtype) {
 }
 
 std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
+  return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 Array decode(const std::string &bytes, const std::string &name) {
@@ -304,18 +294,19 @@ Array decode(const std::string &bytes, const std::string &name) {
   int major = static_cast<unsigned char>(bytes[kMagicLen]);
   int minor = static_cast<unsigned char>(bytes[kMagicLen + 1]);
   if (minor != 0 || major < 1 || major > 3)
-    fail(name, "unsupported .npy format version " + std::to_string(major) +
-                   "." + std::to_string(minor));
+    fail(name,
+         fmt::format("unsupported .npy format version {}.{}", major, minor));
   size_t lenBytes = major == 1 ? 2 : 4;
   size_t prefix = kMagicLen + 2 + lenBytes;
   if (bytes.size() < prefix)
-    fail(name, "truncated header: the file has only " +
-                   std::to_string(bytes.size()) + " bytes");
+    fail(name, fmt::format("truncated header: the file has only {} bytes",
+                           bytes.size()));
   uint64_t headerLen = loadLE(bytes.data() + kMagicLen + 2, lenBytes);
   if (headerLen > bytes.size() - prefix)
-    fail(name, "truncated header: the header needs " +
-                   std::to_string(prefix + headerLen) +
-                   " bytes, the file has " + std::to_string(bytes.size()));
+    fail(name,
+         fmt::format(
+             "truncated header: the header needs {} bytes, the file has {}",
+             prefix + headerLen, bytes.size()));
   std::string header = bytes.substr(prefix, headerLen);
   if (header.find('\0') != std::string::npos)
     fail(name, "malformed .npy header: it contains a NUL byte");
@@ -324,8 +315,9 @@ Array decode(const std::string &bytes, const std::string &name) {
 
   // descr
   if (dict.descr.kind != Value::String)
-    fail(name, "malformed .npy header: 'descr' is not a string but " +
-                   dict.descr.text);
+    fail(name,
+         fmt::format("malformed .npy header: 'descr' is not a string but {}",
+                     dict.descr.text));
   const std::string &d = dict.descr.str;
   DType dtype;
   if (d == "<f4") {
@@ -333,26 +325,28 @@ Array decode(const std::string &bytes, const std::string &name) {
   } else if (d == "<f8") {
     dtype = DType::F64;
   } else if (d.size() > 1 && d[0] == '>') {
-    fail(name, "big-endian arrays are not supported (dtype '" + d +
-                   "'; only '<f4' and '<f8' are)");
+    fail(name, fmt::format("big-endian arrays are not supported (dtype '{}'; "
+                           "only '<f4' and '<f8' are)",
+                           d));
   } else {
-    fail(name, "unsupported dtype '" + d +
-                   "' (only little-endian float32 '<f4' and float64 '<f8' "
-                   "are supported)");
+    fail(name, fmt::format("unsupported dtype '{}' (only little-endian "
+                           "float32 '<f4' and float64 '<f8' are supported)",
+                           d));
   }
 
   // fortran_order
   if (dict.fortran.kind != Value::Bool)
-    fail(name, "malformed .npy header: 'fortran_order' is not True or False "
-               "but " +
-                   dict.fortran.text);
+    fail(name, fmt::format("malformed .npy header: 'fortran_order' is not "
+                           "True or False but {}",
+                           dict.fortran.text));
   if (dict.fortran.boolean)
     fail(name, "Fortran-order arrays are not supported");
 
   // shape
   if (dict.shape.kind != Value::Tuple)
-    fail(name, "malformed .npy header: 'shape' is not a tuple but " +
-                   dict.shape.text);
+    fail(name,
+         fmt::format("malformed .npy header: 'shape' is not a tuple but {}",
+                     dict.shape.text));
   Array array;
   array.dtype = dtype;
   array.shape = dict.shape.tuple;
@@ -367,17 +361,18 @@ Array decode(const std::string &bytes, const std::string &name) {
   }
   size_t item = itemSize(dtype);
   if (uint64_t(count) > std::numeric_limits<uint64_t>::max() / item)
-    fail(name, "shape " + formatShape(array.shape) + " is too large");
+    fail(name, fmt::format("shape {} is too large", formatShape(array.shape)));
   uint64_t expected = uint64_t(count) * item;
   if (dataBytes < expected)
-    fail(name, "truncated data: shape " + formatShape(array.shape) + " of " +
-                   dtypeName(dtype) + " needs " + std::to_string(expected) +
-                   " bytes, the file has " + std::to_string(dataBytes));
+    fail(name, fmt::format("truncated data: shape {} of {} needs {} bytes, "
+                           "the file has {}",
+                           formatShape(array.shape), dtypeName(dtype), expected,
+                           dataBytes));
   if (dataBytes > expected)
-    fail(name, std::to_string(dataBytes - expected) +
-                   " unexpected bytes after the data (shape " +
-                   formatShape(array.shape) + " of " + dtypeName(dtype) +
-                   " needs " + std::to_string(expected) + ")");
+    fail(name, fmt::format("{} unexpected bytes after the data (shape {} of "
+                           "{} needs {})",
+                           dataBytes - expected, formatShape(array.shape),
+                           dtypeName(dtype), expected));
 
   const char *p = bytes.data() + prefix + headerLen;
   array.values.resize(count);
@@ -405,18 +400,19 @@ std::string encode(const Array &array, const std::string &name) {
     fail(name, e.what());
   }
   if (array.values.size() != uint64_t(count))
-    fail(name, "cannot write: shape " + formatShape(array.shape) + " has " +
-                   std::to_string(count) + " elements but " +
-                   std::to_string(array.values.size()) + " values are given");
+    fail(name,
+         fmt::format("cannot write: shape {} has {} elements but {} "
+                     "values are given",
+                     formatShape(array.shape), count, array.values.size()));
 
   // As numpy.lib.format._write_array_header / _wrap_header.
   std::string dict =
-      std::string("{'descr': '") + descr(array.dtype) +
-      "', 'fortran_order': False, 'shape': " + pythonShapeRepr(array.shape) +
-      ", }";
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+                  descr(array.dtype), pythonShapeRepr(array.shape));
   if (!array.shape.empty())
-    dict.append(
-        kGrowthAxisMaxDigits - std::to_string(array.shape.front()).size(), ' ');
+    dict.append(kGrowthAxisMaxDigits -
+                    fmt::formatted_size("{}", array.shape.front()),
+                ' ');
   size_t hlen = dict.size() + 1; // + '\n'
   int major = 1;
   size_t lenBytes = 2;
@@ -458,7 +454,7 @@ Array read(const std::string &path) {
   errno = 0;
   std::FILE *f = std::fopen(path.c_str(), "rb");
   if (!f)
-    fail(path, std::string("cannot open file: ") + std::strerror(errno));
+    fail(path, fmt::format("cannot open file: {}", std::strerror(errno)));
   std::string bytes;
   char buffer[1 << 16];
   size_t n;
@@ -468,7 +464,7 @@ Array read(const std::string &path) {
   int err = errno;
   std::fclose(f);
   if (bad)
-    fail(path, std::string("cannot read file: ") + std::strerror(err));
+    fail(path, fmt::format("cannot read file: {}", std::strerror(err)));
   return decode(bytes, path);
 }
 
@@ -477,7 +473,7 @@ void write(const std::string &path, const Array &array) {
   errno = 0;
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
-    fail(path, std::string("cannot create file: ") + std::strerror(errno));
+    fail(path, fmt::format("cannot create file: {}", std::strerror(errno)));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   int err = errno;
   if (std::fclose(f) != 0 && ok) {
@@ -485,7 +481,7 @@ void write(const std::string &path, const Array &array) {
     err = errno;
   }
   if (!ok)
-    fail(path, std::string("cannot write file: ") + std::strerror(err));
+    fail(path, fmt::format("cannot write file: {}", std::strerror(err)));
 }
 
 } // namespace fwp::npy
