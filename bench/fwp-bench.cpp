@@ -20,6 +20,8 @@
 #include "fwp/Runtime/Driver.h"
 #include "fwp/Support/Random.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -230,28 +232,25 @@ void runCase(const Size &s, fwp::jit::Rule rule,
 //===----------------------------------------------------------------------===//
 
 void printHeader() {
-  std::printf("%5s %2s %7s %5s %2s  %-5s %-4s %10s %12s %11s %8s %6s %11s\n",
-              "T", "B", "d_model", "heads", "nu", "rule", "back", "compile ms",
-              "reference ms", "compiled ms", "speedup", "GF/s", "max rel err");
+  fmt::print("{:>5} {:>2} {:>7} {:>5} {:>2}  {:<5} {:<4} {:>10} {:>12} {:>11} "
+             "{:>8} {:>6} {:>11}\n",
+             "T", "B", "d_model", "heads", "nu", "rule", "back", "compile ms",
+             "reference ms", "compiled ms", "speedup", "GF/s", "max rel err");
 }
 
 void printRow(const Row &r) {
-  std::printf("%5lld %2lld %7lld %5lld %2lld  %-5s %-4s ",
-              static_cast<long long>(r.size.seqLen),
-              static_cast<long long>(r.size.batch),
-              static_cast<long long>(r.size.dModel),
-              static_cast<long long>(r.size.heads),
-              static_cast<long long>(r.size.nu), ruleName(r.rule),
-              backendName(r.backend));
+  fmt::print("{:>5} {:>2} {:>7} {:>5} {:>2}  {:<5} {:<4} ", r.size.seqLen,
+             r.size.batch, r.size.dModel, r.size.heads, r.size.nu,
+             ruleName(r.rule), backendName(r.backend));
   if (!r.failure.empty()) {
-    std::printf("failed: %s\n", r.failure.c_str());
+    fmt::print("failed: {}\n", r.failure);
     return;
   }
-  std::printf("%10.1f %12.3f %11.3f %7.2fx %6.2f %11.2e%s\n", r.compileMs,
-              r.reference.medianMs, r.compiled.medianMs,
-              r.reference.medianMs / r.compiled.medianMs,
-              flops(r.size, r.rule) / (r.compiled.medianMs * 1e6), r.error,
-              r.error <= kTolerance ? "" : "  > tolerance");
+  fmt::print("{:10.1f} {:12.3f} {:11.3f} {:7.2f}x {:6.2f} {:11.2e}{}\n",
+             r.compileMs, r.reference.medianMs, r.compiled.medianMs,
+             r.reference.medianMs / r.compiled.medianMs,
+             flops(r.size, r.rule) / (r.compiled.medianMs * 1e6), r.error,
+             r.error <= kTolerance ? "" : "  > tolerance");
   std::fflush(stdout);
 }
 
@@ -259,42 +258,36 @@ bool writeCsv(const std::string &path, const std::vector<Row> &rows) {
   std::FILE *f = std::fopen(path.c_str(), "w");
   if (!f)
     return false;
-  std::fprintf(f, "seq_len,batch,d_model,heads,nu,rule,backend,compile_ms,"
-                  "reference_ms,reference_runs,compiled_ms,compiled_runs,"
-                  "speedup,compiled_gflops,max_rel_err,failure\n");
+  fmt::print(f, "seq_len,batch,d_model,heads,nu,rule,backend,compile_ms,"
+                "reference_ms,reference_runs,compiled_ms,compiled_runs,"
+                "speedup,compiled_gflops,max_rel_err,failure\n");
   for (const Row &r : rows) {
-    std::fprintf(f, "%lld,%lld,%lld,%lld,%lld,%s,%s,",
-                 static_cast<long long>(r.size.seqLen),
-                 static_cast<long long>(r.size.batch),
-                 static_cast<long long>(r.size.dModel),
-                 static_cast<long long>(r.size.heads),
-                 static_cast<long long>(r.size.nu), ruleName(r.rule),
-                 backendName(r.backend));
+    fmt::print(f, "{},{},{},{},{},{},{},", r.size.seqLen, r.size.batch,
+               r.size.dModel, r.size.heads, r.size.nu, ruleName(r.rule),
+               backendName(r.backend));
     if (r.failure.empty()) {
-      std::fprintf(f, "%.3f,%.6f,%d,%.6f,%d,%.3f,%.3f,%.3e,\n", r.compileMs,
-                   r.reference.medianMs, r.reference.runs, r.compiled.medianMs,
-                   r.compiled.runs, r.reference.medianMs / r.compiled.medianMs,
-                   flops(r.size, r.rule) / (r.compiled.medianMs * 1e6),
-                   r.error);
+      fmt::print(f, "{:.3f},{:.6f},{},{:.6f},{},{:.3f},{:.3f},{:.3e},\n",
+                 r.compileMs, r.reference.medianMs, r.reference.runs,
+                 r.compiled.medianMs, r.compiled.runs,
+                 r.reference.medianMs / r.compiled.medianMs,
+                 flops(r.size, r.rule) / (r.compiled.medianMs * 1e6), r.error);
     } else {
       // Quote the message, doubling its quotes; newlines become spaces.
-      std::string quoted = "\"";
+      std::string quoted;
       for (char c : r.failure)
         quoted += c == '"' ? std::string("\"\"")
                            : std::string(1, c == '\n' ? ' ' : c);
-      quoted += '"';
-      std::fprintf(f, ",%.6f,%d,,,,,,%s\n", r.reference.medianMs,
-                   r.reference.runs, quoted.c_str());
+      fmt::print(f, ",{:.6f},{},,,,,,\"{}\"\n", r.reference.medianMs,
+                 r.reference.runs, quoted);
     }
   }
   return std::fclose(f) == 0;
 }
 
 void usage(std::FILE *out) {
-  std::fputs("usage: fwp-bench [--quick] [--csv FILE]\n"
-             "  --quick     the two smallest sizes only\n"
-             "  --csv FILE  also write the table to FILE as CSV\n",
-             out);
+  fmt::print(out, "usage: fwp-bench [--quick] [--csv FILE]\n"
+                  "  --quick     the two smallest sizes only\n"
+                  "  --csv FILE  also write the table to FILE as CSV\n");
 }
 
 } // namespace
@@ -311,8 +304,8 @@ int main(int argc, char **argv) {
       usage(stdout);
       return 0;
     } else {
-      std::fprintf(stderr, "fwp-bench: unknown or incomplete option '%s'\n",
-                   argv[i]);
+      fmt::print(stderr, "fwp-bench: unknown or incomplete option '{}'\n",
+                 argv[i]);
       usage(stderr);
       return 2;
     }
@@ -338,7 +331,7 @@ int main(int argc, char **argv) {
   std::string cudaLine;
   std::string why;
   if (!fwp::rt::cudaUsable(&why)) {
-    cudaLine = "cuda: skipped (" + why + ")";
+    cudaLine = fmt::format("cuda: skipped ({})", why);
   } else {
     try {
       fwp::jit::compile(describe(cases.front().size,
@@ -348,15 +341,15 @@ int main(int argc, char **argv) {
       cudaLine = "cuda: rows 'cuda' above (compiled ms includes the copies "
                  "between host and device)";
     } catch (const std::exception &e) {
-      cudaLine = std::string("cuda: device usable, backend not: ") + e.what();
+      cudaLine = fmt::format("cuda: device usable, backend not: {}", e.what());
     }
   }
 
-  std::printf("fwp-bench: forward of FastWeightsAttention, compiled float32 "
-              "(chunk 64) vs float64 reference\n"
-              "median of >= %d runs and >= %.1f s (or one run past %.0f s), "
-              "after one warm-up call\n\n",
-              kMinRuns, kMinSeconds, kMaxSeconds);
+  fmt::print("fwp-bench: forward of FastWeightsAttention, compiled float32 "
+             "(chunk 64) vs float64 reference\n"
+             "median of >= {} runs and >= {:.1f} s (or one run past {:.0f} s), "
+             "after one warm-up call\n\n",
+             kMinRuns, kMinSeconds, kMaxSeconds);
   printHeader();
   std::vector<Row> rows;
   for (const Case &c : cases)
@@ -366,15 +359,15 @@ int main(int argc, char **argv) {
       for (std::size_t i = first; i < rows.size(); ++i)
         printRow(rows[i]);
     }
-  std::printf("\n%s\n", cudaLine.c_str());
+  fmt::print("\n{}\n", cudaLine);
 
   int status = 0;
   for (const Row &r : rows)
     if (!r.failure.empty() || !(r.error <= kTolerance))
       status = 1;
   if (!csvPath.empty() && !writeCsv(csvPath, rows)) {
-    std::fprintf(stderr, "fwp-bench: cannot write '%s': %s\n", csvPath.c_str(),
-                 std::strerror(errno));
+    fmt::print(stderr, "fwp-bench: cannot write '{}': {}\n", csvPath,
+               std::strerror(errno));
     status = 1;
   }
   return status;

@@ -18,6 +18,8 @@
 #include "fwp/Runtime/Driver.h"
 #include "fwp/Support/Random.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -70,14 +72,14 @@ std::shared_ptr<const fwp::jit::CompiledAttention>
 compileBest(std::string &why) {
   std::string notUsable;
   if (!fwp::rt::cudaUsable(&notUsable)) {
-    why = "no usable CUDA device: " + notUsable;
+    why = fmt::format("no usable CUDA device: {}", notUsable);
   } else {
     try {
       auto kernel = fwp::jit::compile(describe(fwp::jit::Backend::Cuda));
       why = "a CUDA device is usable";
       return kernel;
     } catch (const std::exception &e) {
-      why = std::string("CUDA device usable, but: ") + e.what();
+      why = fmt::format("CUDA device usable, but: {}", e.what());
     }
   }
   return fwp::jit::compile(describe(fwp::jit::Backend::Cpu));
@@ -94,17 +96,15 @@ int runDemo() {
   Tensor wO = randomTensor(rng, kDModel * kDModel, w);
   Tensor bO = randomTensor(rng, kDModel, w);
 
-  std::printf("fwp-demo: FastWeightsAttention forward, delta rule, T=%lld "
-              "B=%lld d_model=%lld heads=%lld nu=%lld, float32\n",
-              static_cast<long long>(kSeqLen), static_cast<long long>(kBatch),
-              static_cast<long long>(kDModel), static_cast<long long>(kHeads),
-              static_cast<long long>(kNu));
+  fmt::print("fwp-demo: FastWeightsAttention forward, delta rule, T={} B={} "
+             "d_model={} heads={} nu={}, float32\n",
+             kSeqLen, kBatch, kDModel, kHeads, kNu);
 
   std::string why;
   auto kernel = compileBest(why);
   const bool cuda = kernel->desc().backend == fwp::jit::Backend::Cuda;
-  std::printf("  backend    %s (%s)\n", cuda ? "cuda" : "cpu", why.c_str());
-  std::printf("  compile    %.1f ms\n", kernel->compileSeconds() * 1e3);
+  fmt::print("  backend    {} ({})\n", cuda ? "cuda" : "cpu", why);
+  fmt::print("  compile    {:.1f} ms\n", kernel->compileSeconds() * 1e3);
 
   // The first call pays for first-touch page faults (and on CUDA, module
   // loading); report the median of the calls after it.
@@ -124,8 +124,8 @@ int runDemo() {
     ms.push_back((seconds() - start) * 1e3);
   }
   std::sort(ms.begin(), ms.end());
-  std::printf("  forward    %.3f ms (median of %zu; first call %.3f ms)\n",
-              ms[ms.size() / 2], ms.size(), firstMs);
+  fmt::print("  forward    {:.3f} ms (median of {}; first call {:.3f} ms)\n",
+             ms[ms.size() / 2], ms.size(), firstMs);
 
   fwp::ref::AttentionConfig config;
   config.heads = kHeads;
@@ -137,7 +137,7 @@ int runDemo() {
                           {wQ.f64, wK.f64, wV.f64, wBeta.f64, wO.f64, bO.f64})
           .y;
   double referenceMs = (seconds() - start) * 1e3;
-  std::printf("  reference  %.3f ms (float64, step by step)\n", referenceMs);
+  fmt::print("  reference  {:.3f} ms (float64, step by step)\n", referenceMs);
 
   double maxAbs = 0, scale = 0;
   for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -147,10 +147,11 @@ int runDemo() {
   }
   double relative = maxAbs / (scale > 0 ? scale : 1.0);
   const bool ok = relative <= kTolerance;
-  std::printf("  error      max abs %.2e, relative %.2e (max |y_ref| %.3f)\n",
-              maxAbs, relative, scale);
-  std::printf("%s: relative error %s %.0e\n", ok ? "PASS" : "FAIL",
-              ok ? "<=" : ">", kTolerance);
+  fmt::print(
+      "  error      max abs {:.2e}, relative {:.2e} (max |y_ref| {:.3f})\n",
+      maxAbs, relative, scale);
+  fmt::print("{}: relative error {} {:.0e}\n", ok ? "PASS" : "FAIL",
+             ok ? "<=" : ">", kTolerance);
   return ok ? 0 : 1;
 }
 
@@ -160,7 +161,7 @@ int main() {
   try {
     return runDemo();
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "fwp-demo: %s\n", e.what());
+    fmt::print(stderr, "fwp-demo: {}\n", e.what());
     return 1;
   }
 }

@@ -18,6 +18,8 @@
 
 #include "fwp/FastWeightsAttention.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -40,18 +42,17 @@ struct Options {
 };
 
 void usage(std::FILE *to) {
-  std::fprintf(to,
-               "usage: fwp-train-sgd [--backend cpu|cuda] [--steps N] "
-               "[--lr LR]\n"
-               "  Trains a FastWeightsAttention student (seed %llu) to match "
-               "a teacher\n"
-               "  (seed %llu) with SGD on the mean squared error.\n"
-               "  --backend  cpu (default) or cuda (falls back to cpu if "
-               "unavailable)\n"
-               "  --steps    SGD steps, default 40\n"
-               "  --lr       learning rate, default 2\n",
-               static_cast<unsigned long long>(kStudentSeed),
-               static_cast<unsigned long long>(kTeacherSeed));
+  fmt::print(to,
+             "usage: fwp-train-sgd [--backend cpu|cuda] [--steps N] "
+             "[--lr LR]\n"
+             "  Trains a FastWeightsAttention student (seed {}) to match "
+             "a teacher\n"
+             "  (seed {}) with SGD on the mean squared error.\n"
+             "  --backend  cpu (default) or cuda (falls back to cpu if "
+             "unavailable)\n"
+             "  --steps    SGD steps, default 40\n"
+             "  --lr       learning rate, default 2\n",
+             kStudentSeed, kTeacherSeed);
 }
 
 /// Parses argv into `options`; returns false (after a message) on bad input.
@@ -63,10 +64,9 @@ bool parse(int argc, char **argv, Options &options, bool &help) {
       return true;
     }
     if (i + 1 >= argc) {
-      std::fprintf(stderr,
-                   "fwp-train-sgd: %s needs a value (or unknown "
-                   "argument)\n",
-                   arg.c_str());
+      fmt::print(stderr,
+                 "fwp-train-sgd: {} needs a value (or unknown argument)\n",
+                 arg);
       return false;
     }
     std::string value = argv[++i];
@@ -77,34 +77,32 @@ bool parse(int argc, char **argv, Options &options, bool &help) {
       } else if (value == "cuda") {
         options.backend = fwp::jit::Backend::Cuda;
       } else {
-        std::fprintf(stderr,
-                     "fwp-train-sgd: --backend must be cpu or cuda, got "
-                     "'%s'\n",
-                     value.c_str());
+        fmt::print(stderr,
+                   "fwp-train-sgd: --backend must be cpu or cuda, got '{}'\n",
+                   value);
         return false;
       }
     } else if (arg == "--steps") {
       long steps = std::strtol(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || steps < 1 || steps > 1000000) {
-        std::fprintf(stderr,
-                     "fwp-train-sgd: --steps must be an integer in "
-                     "[1, 1000000], got '%s'\n",
-                     value.c_str());
+        fmt::print(stderr,
+                   "fwp-train-sgd: --steps must be an integer in "
+                   "[1, 1000000], got '{}'\n",
+                   value);
         return false;
       }
       options.steps = static_cast<int>(steps);
     } else if (arg == "--lr") {
       double lr = std::strtod(value.c_str(), &end);
       if (value.empty() || *end != '\0' || !std::isfinite(lr) || lr <= 0) {
-        std::fprintf(stderr,
-                     "fwp-train-sgd: --lr must be a number > 0, got '%s'\n",
-                     value.c_str());
+        fmt::print(stderr,
+                   "fwp-train-sgd: --lr must be a number > 0, got '{}'\n",
+                   value);
         return false;
       }
       options.lr = static_cast<float>(lr);
     } else {
-      std::fprintf(stderr, "fwp-train-sgd: unknown argument '%s'\n",
-                   arg.c_str());
+      fmt::print(stderr, "fwp-train-sgd: unknown argument '{}'\n", arg);
       return false;
     }
   }
@@ -159,25 +157,22 @@ int train(const Options &options) {
     try {
       makeModule(backend, kTeacherSeed).kernel();
     } catch (const std::exception &e) {
-      std::printf("cuda backend unavailable (%s); falling back to cpu\n",
-                  e.what());
+      fmt::print("cuda backend unavailable ({}); falling back to cpu\n",
+                 e.what());
       backend = fwp::jit::Backend::Cpu;
     }
   }
   fwp::FastWeightsAttention teacher = makeModule(backend, kTeacherSeed);
   fwp::FastWeightsAttention student = makeModule(backend, kStudentSeed);
 
-  std::printf("fwp-train-sgd: FastWeightsAttention, delta rule, heads=%lld "
-              "d_model=%lld nu=%lld, T=%lld B=%lld, backend %s\n",
-              static_cast<long long>(kHeads), static_cast<long long>(kDModel),
-              static_cast<long long>(kNu), static_cast<long long>(kSeqLen),
-              static_cast<long long>(kBatch),
-              backend == fwp::jit::Backend::Cuda ? "cuda" : "cpu");
-  std::printf("teacher seed %llu, student seed %llu, %d SGD steps, lr %g, "
-              "loss = mean squared error\n",
-              static_cast<unsigned long long>(kTeacherSeed),
-              static_cast<unsigned long long>(kStudentSeed), options.steps,
-              static_cast<double>(options.lr));
+  fmt::print("fwp-train-sgd: FastWeightsAttention, delta rule, heads={} "
+             "d_model={} nu={}, T={} B={}, backend {}\n",
+             kHeads, kDModel, kNu, kSeqLen, kBatch,
+             backend == fwp::jit::Backend::Cuda ? "cuda" : "cpu");
+  fmt::print("teacher seed {}, student seed {}, {} SGD steps, lr {:g}, "
+             "loss = mean squared error\n",
+             kTeacherSeed, kStudentSeed, options.steps,
+             static_cast<double>(options.lr));
 
   const std::vector<float> x =
       randomNormal(kDataSeed, kSeqLen * kBatch * kDModel);
@@ -189,14 +184,14 @@ int train(const Options &options) {
     std::vector<float> y = student.forward(x, kSeqLen, kBatch);
     loss = mseLoss(y, target, dy);
     if (!std::isfinite(loss)) {
-      std::printf("step %3d  loss %s: diverged (try a smaller --lr)\n", step,
-                  std::isnan(loss) ? "nan" : "inf");
+      fmt::print("step {:3}  loss {}: diverged (try a smaller --lr)\n", step,
+                 std::isnan(loss) ? "nan" : "inf");
       return 1;
     }
     if (step == 0)
       initial = loss;
     if (step % 5 == 0 || step == options.steps)
-      std::printf("step %3d  loss %.6f\n", step, loss);
+      fmt::print("step {:3}  loss {:.6f}\n", step, loss);
     if (step == options.steps)
       break;
     fwp::FastWeightsAttention::Gradients g = student.backward(dy);
@@ -204,9 +199,9 @@ int train(const Options &options) {
   }
 
   const bool ok = loss < 0.5 * initial;
-  std::printf("loss went from %.6f to %.6f (x%.3f) in %d steps: %s\n", initial,
-              loss, loss / initial, options.steps,
-              ok ? "OK" : "FAIL, expected below half the initial loss");
+  fmt::print("loss went from {:.6f} to {:.6f} (x{:.3f}) in {} steps: {}\n",
+             initial, loss, loss / initial, options.steps,
+             ok ? "OK" : "FAIL, expected below half the initial loss");
   return ok ? 0 : 1;
 }
 
@@ -226,7 +221,7 @@ int main(int argc, char **argv) {
   try {
     return train(options);
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "fwp-train-sgd: %s\n", e.what());
+    fmt::print(stderr, "fwp-train-sgd: {}\n", e.what());
     return 1;
   }
 }
