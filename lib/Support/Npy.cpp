@@ -14,11 +14,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace fwp::npy {
@@ -36,7 +38,7 @@ constexpr size_t kGrowthAxisMaxDigits = 21;
   throw std::runtime_error(fmt::format("{}: {}", name, problem));
 }
 
-size_t itemSize(DType dtype) { return dtype == DType::F32 ? 4 : 8; }
+using rt::DType;
 
 const char *descr(DType dtype) { return dtype == DType::F32 ? "<f4" : "<f8"; }
 
@@ -264,23 +266,23 @@ std::string pythonShapeRepr(const std::vector<int64_t> &shape) {
                      shape.size() == 1 ? "," : "");
 }
 
-} // namespace
-
-int64_t numElements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      throw std::runtime_error(
-          fmt::format("negative dimension in shape {}", formatShape(shape)));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      throw std::runtime_error(
-          fmt::format("shape {} has too many elements", formatShape(shape)));
-    n *= d;
-  }
-  return n;
+/// The element count of `shape`; fails, naming `name`, on a negative
+/// dimension or a count that does not fit int64_t.
+int64_t countElements(const std::vector<int64_t> &shape,
+                      const std::string &name) {
+  if (std::optional<int64_t> count = rt::elementCount(shape))
+    return *count;
+  bool negative =
+      std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+  fail(name,
+       negative
+           ? fmt::format("negative dimension in shape {}", formatShape(shape))
+           : fmt::format("shape {} has too many elements", formatShape(shape)));
 }
 
-const char *dtypeName(DType dtype) {
+} // namespace
+
+const char *numpyName(DType dtype) {
   return dtype == DType::F32 ? "float32" : "float64";
 }
 
@@ -353,26 +355,21 @@ Array decode(const std::string &bytes, const std::string &name) {
 
   // data
   uint64_t dataBytes = bytes.size() - prefix - headerLen;
-  int64_t count;
-  try {
-    count = numElements(array.shape);
-  } catch (const std::runtime_error &e) {
-    fail(name, e.what());
-  }
-  size_t item = itemSize(dtype);
+  int64_t count = countElements(array.shape, name);
+  size_t item = rt::dtypeBytes(dtype);
   if (uint64_t(count) > std::numeric_limits<uint64_t>::max() / item)
     fail(name, fmt::format("shape {} is too large", formatShape(array.shape)));
   uint64_t expected = uint64_t(count) * item;
   if (dataBytes < expected)
     fail(name, fmt::format("truncated data: shape {} of {} needs {} bytes, "
                            "the file has {}",
-                           formatShape(array.shape), dtypeName(dtype), expected,
+                           formatShape(array.shape), numpyName(dtype), expected,
                            dataBytes));
   if (dataBytes > expected)
     fail(name, fmt::format("{} unexpected bytes after the data (shape {} of "
                            "{} needs {})",
                            dataBytes - expected, formatShape(array.shape),
-                           dtypeName(dtype), expected));
+                           numpyName(dtype), expected));
 
   const char *p = bytes.data() + prefix + headerLen;
   array.values.resize(count);
@@ -393,12 +390,7 @@ Array decode(const std::string &bytes, const std::string &name) {
 }
 
 std::string encode(const Array &array, const std::string &name) {
-  int64_t count;
-  try {
-    count = numElements(array.shape);
-  } catch (const std::runtime_error &e) {
-    fail(name, e.what());
-  }
+  int64_t count = countElements(array.shape, name);
   if (array.values.size() != uint64_t(count))
     fail(name,
          fmt::format("cannot write: shape {} has {} elements but {} "
@@ -433,7 +425,7 @@ std::string encode(const Array &array, const std::string &name) {
   out.append(padlen, ' ');
   out += '\n';
 
-  size_t item = itemSize(array.dtype);
+  size_t item = rt::dtypeBytes(array.dtype);
   out.reserve(out.size() + item * array.values.size());
   for (double v : array.values) {
     if (array.dtype == DType::F32) {

@@ -36,7 +36,7 @@
 
 namespace fs = std::filesystem;
 using fwp::npy::Array;
-using fwp::npy::DType;
+using fwp::rt::DType;
 
 namespace {
 
@@ -50,7 +50,7 @@ Array randomArray(std::vector<int64_t> shape, DType dtype, uint64_t seed,
   a.shape = std::move(shape);
   a.dtype = dtype;
   // Inputs stored as float32 are exactly what the tool reads back.
-  a.values = fwp::test::randomValues(fwp::npy::numElements(a.shape), seed,
+  a.values = fwp::test::randomValues(*fwp::rt::elementCount(a.shape), seed,
                                      scale, dtype == DType::F32);
   return a;
 }

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 using fwp::npy::Array;
-using fwp::npy::DType;
+using fwp::rt::DType;
 
 namespace {
 
@@ -109,7 +109,7 @@ Array makeArray(std::vector<int64_t> shape, DType dtype) {
   Array a;
   a.shape = std::move(shape);
   a.dtype = dtype;
-  int64_t n = fwp::npy::numElements(a.shape);
+  int64_t n = *fwp::rt::elementCount(a.shape);
   for (int64_t i = 0; i < n; ++i)
     a.values.push_back(dtype == DType::F32 ? 0.25 * i - 3.5
                                            : std::sin(1.0 + i) * 1e3);
@@ -525,15 +525,33 @@ TEST_F(NpyTest, WriteRefusesUnwritablePath) {
   }
 }
 
-TEST(NpyHelpers, FormatShapeAndDtypeName) {
+TEST(NpyHelpers, FormatShapeAndNumpyName) {
   EXPECT_EQ(fwp::npy::formatShape({}), "[]");
   EXPECT_EQ(fwp::npy::formatShape({8}), "[8]");
   EXPECT_EQ(fwp::npy::formatShape({8, 6}), "[8, 6]");
-  EXPECT_STREQ(fwp::npy::dtypeName(DType::F32), "float32");
-  EXPECT_STREQ(fwp::npy::dtypeName(DType::F64), "float64");
-  EXPECT_EQ(fwp::npy::numElements({}), 1);
-  EXPECT_EQ(fwp::npy::numElements({3, 0, 2}), 0);
-  EXPECT_THROW(fwp::npy::numElements({-1}), std::runtime_error);
+  EXPECT_STREQ(fwp::npy::numpyName(DType::F32), "float32");
+  EXPECT_STREQ(fwp::npy::numpyName(DType::F64), "float64");
+}
+
+/// The message of encode(a), "" if it does not throw.
+std::string encodeError(const Array &a) {
+  try {
+    fwp::npy::encode(a);
+  } catch (const std::runtime_error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(NpyHelpers, EncodeRefusesShapesWithoutAnElementCount) {
+  Array a;
+  a.shape = {2, -1};
+  EXPECT_EQ(encodeError(a), "<array>: negative dimension in shape [2, -1]");
+  a.shape = {int64_t(1) << 32, int64_t(1) << 32};
+  EXPECT_EQ(encodeError(a),
+            "<array>: shape [4294967296, 4294967296] has too many elements");
+  a.shape = {int64_t(1) << 32, int64_t(1) << 32, 0};
+  EXPECT_EQ(encodeError(a), ""); // zero elements, none given
 }
 
 } // namespace

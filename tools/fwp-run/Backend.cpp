@@ -21,7 +21,7 @@ public:
                                 const ref::AttentionShape &shape,
                                 const std::vector<double> &x,
                                 const ref::AttentionParams &params,
-                                npy::DType) override {
+                                rt::DType) override {
     // Always float64: it is the yardstick, whatever the inputs' dtype.
     return ref::attention(config, shape, x, params);
   }
@@ -29,7 +29,7 @@ public:
   ref::AttentionGradients
   backward(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
            const std::vector<double> &x, const ref::AttentionParams &params,
-           const std::vector<double> &dy, npy::DType) override {
+           const std::vector<double> &dy, rt::DType) override {
     // Always float64, as the forward.
     return ref::attentionBackward(config, shape, x, params, dy);
   }

@@ -53,7 +53,7 @@ public:
                                         const ref::AttentionShape &shape,
                                         const std::vector<double> &x,
                                         const ref::AttentionParams &params,
-                                        npy::DType dtype) = 0;
+                                        rt::DType dtype) = 0;
 
   /// As fwp::ref::attentionBackward with a zero initial state and no
   /// gradient of the final state; `initialState` of the result is unused.
@@ -61,7 +61,7 @@ public:
   virtual ref::AttentionGradients
   backward(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
            const std::vector<double> &x, const ref::AttentionParams &params,
-           const std::vector<double> &dy, npy::DType dtype) = 0;
+           const std::vector<double> &dy, rt::DType dtype) = 0;
 };
 
 /// Creates the backend of `kind`; whether it can run is found out when it

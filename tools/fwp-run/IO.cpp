@@ -49,11 +49,11 @@ void expectShape(const char *name, const npy::Array &a,
                                  npy::formatShape(expected), why));
 }
 
-void expectDtype(const char *name, const npy::Array &a, npy::DType dtype) {
+void expectDtype(const char *name, const npy::Array &a, rt::DType dtype) {
   if (a.dtype != dtype)
     throw UsageError(fmt::format(
         "{} is {} but x.npy is {} (all inputs must have the same dtype)", name,
-        npy::dtypeName(a.dtype), npy::dtypeName(dtype)));
+        npy::numpyName(a.dtype), npy::numpyName(dtype)));
 }
 
 void expectFinite(const char *name, const npy::Array &a) {

@@ -17,7 +17,7 @@ namespace fwp::run {
 struct Problem {
   ref::AttentionConfig config;
   ref::AttentionShape shape;
-  npy::DType dtype = npy::DType::F64; // of every input, and of the outputs
+  rt::DType dtype = rt::DType::F64; // of every input, and of the outputs
   std::vector<double> x;
   ref::AttentionParams params;
   bool hasDy = false;

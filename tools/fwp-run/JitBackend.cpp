@@ -23,7 +23,7 @@ namespace fwp::run {
 namespace {
 
 jit::KernelDesc describe(const ref::AttentionConfig &config,
-                         const ref::AttentionShape &shape, npy::DType dtype,
+                         const ref::AttentionShape &shape, rt::DType dtype,
                          int64_t chunkSize, jit::Backend backend) {
   jit::KernelDesc desc;
   desc.rule =
@@ -32,7 +32,7 @@ jit::KernelDesc describe(const ref::AttentionConfig &config,
   desc.eps = config.eps;
   desc.heads = config.heads;
   desc.dHead = shape.dModel / config.heads; // the loader checked it divides
-  desc.dtype = dtype == npy::DType::F32 ? jit::DType::F32 : jit::DType::F64;
+  desc.dtype = dtype == rt::DType::F32 ? jit::DType::F32 : jit::DType::F64;
   desc.chunkSize = chunkSize;
   desc.backend = backend;
   return desc;
@@ -115,10 +115,10 @@ public:
                                 const ref::AttentionShape &shape,
                                 const std::vector<double> &x,
                                 const ref::AttentionParams &params,
-                                npy::DType dtype) override {
+                                rt::DType dtype) override {
     auto kernel = compile(config, shape, dtype);
     ref::AttentionOutputs out;
-    out.y = dtype == npy::DType::F32
+    out.y = dtype == rt::DType::F32
                 ? runForward<float>(*kernel, shape, x, params)
                 : runForward<double>(*kernel, shape, x, params);
     return out;
@@ -127,9 +127,9 @@ public:
   ref::AttentionGradients
   backward(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
            const std::vector<double> &x, const ref::AttentionParams &params,
-           const std::vector<double> &dy, npy::DType dtype) override {
+           const std::vector<double> &dy, rt::DType dtype) override {
     auto kernel = compile(config, shape, dtype);
-    return dtype == npy::DType::F32
+    return dtype == rt::DType::F32
                ? runBackward<float>(*kernel, shape, x, params, dy)
                : runBackward<double>(*kernel, shape, x, params, dy);
   }
@@ -139,7 +139,7 @@ private:
   /// so the forward and the backward of one run compile once.
   std::shared_ptr<const jit::CompiledAttention>
   compile(const ref::AttentionConfig &config, const ref::AttentionShape &shape,
-          npy::DType dtype) const {
+          rt::DType dtype) const {
     std::string whyNoGpu;
     if (target == jit::Backend::Cuda && !rt::cudaUsable(&whyNoGpu))
       throw UsageError(

@@ -48,10 +48,10 @@ void report(const std::string &message) {
 }
 
 /// Wraps a backend result as an output file, checking its size.
-OutputFile output(const char *name, std::vector<int64_t> shape,
-                  npy::DType dtype, std::vector<double> values,
-                  const Backend &backend) {
-  int64_t expected = npy::numElements(shape);
+OutputFile output(const char *name, std::vector<int64_t> shape, rt::DType dtype,
+                  std::vector<double> values, const Backend &backend) {
+  // -1 for no count: the shapes come from the inputs', whose counts fit.
+  int64_t expected = rt::elementCount(shape).value_or(-1);
   if (values.size() != static_cast<uint64_t>(expected))
     throw std::runtime_error(fmt::format(
         "internal error: backend '{}' returned {} values for {}, expected {} "

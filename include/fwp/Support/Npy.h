@@ -1,9 +1,10 @@
 //===- Npy.h - Reading and writing NumPy .npy files -------------*- C++ -*-===//
 //
-// A small, dependency-free reader and writer for the NumPy .npy format
+// A small reader and writer for the NumPy .npy format
 // (https://numpy.org/devdocs/reference/generated/numpy.lib.format.html),
 // restricted to what the fwp tools exchange: little-endian float32 ('<f4')
-// and float64 ('<f8') arrays in C order, of any rank including 0-d.
+// and float64 ('<f8') arrays in C order, of any rank including 0-d. Element
+// types and counts are the runtime's (fwp/Runtime/ElementType.h).
 //
 // Values are held as doubles whatever the stored dtype (float32 -> double is
 // exact); `write` stores them in the array's dtype, so writing a float32
@@ -18,18 +19,18 @@
 #ifndef FWP_SUPPORT_NPY_H
 #define FWP_SUPPORT_NPY_H
 
+#include "fwp/Runtime/ElementType.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace fwp::npy {
 
-enum class DType { F32, F64 };
-
 struct Array {
   std::vector<int64_t> shape; // empty for a 0-d array
-  DType dtype = DType::F64;
-  std::vector<double> values; // C order, numElements(shape) of them
+  rt::DType dtype = rt::DType::F64;
+  std::vector<double> values; // C order, rt::elementCount(shape) of them
 };
 
 /// Reads an .npy file (format version 1.0, 2.0 or 3.0).
@@ -47,12 +48,9 @@ std::string encode(const Array &array, const std::string &name = "<array>");
 /// Parses the bytes of an .npy file; `name` is used in messages.
 Array decode(const std::string &bytes, const std::string &name);
 
-/// Product of the dimensions; throws std::runtime_error on a negative
-/// dimension or an overflow of int64_t.
-int64_t numElements(const std::vector<int64_t> &shape);
-
-/// "float32" or "float64".
-const char *dtypeName(DType dtype);
+/// NumPy's name of `dtype`, "float32" or "float64" (rt::dtypeName is the
+/// runtime's, "f32").
+const char *numpyName(rt::DType dtype);
 
 /// Formats a shape as "[2, 3]" ("[]" for 0-d).
 std::string formatShape(const std::vector<int64_t> &shape);
