@@ -19,7 +19,7 @@
 
 #include "fwp/Pipelines/Pipelines.h"
 #include "fwp/Runtime/Cuda.h"
-#include "fwp/Runtime/Plan.h"
+#include "fwp/Runtime/PlanCuda.h"
 #include "fwp/Target/LaunchPlan.h"
 
 #include "mlir/IR/Verifier.h"

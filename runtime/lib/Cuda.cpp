@@ -2,6 +2,8 @@
 
 #include "fwp/Runtime/Cuda.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <utility>
 
@@ -127,9 +129,9 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
 
 void DeviceBuffer::checkFits(size_t bytes, const char *operation) const {
   if (bytes > size_)
-    throw Error(std::string("DeviceBuffer::") + operation + ": " +
-                std::to_string(bytes) + " bytes do not fit in a buffer of " +
-                std::to_string(size_) + " bytes");
+    throw Error(fmt::format("DeviceBuffer::{}: {} bytes do not fit in a "
+                            "buffer of {} bytes",
+                            operation, bytes, size_));
 }
 
 void DeviceBuffer::copyFromHost(const void *src, size_t bytes) {
@@ -188,10 +190,11 @@ std::string logText(const std::vector<char> &log) {
 std::string loadFailure(CUresult result, const std::string &sourceName,
                         const std::vector<char> &errorLog) {
   std::string message =
-      "cuModuleLoadDataEx failed: " + describeCudaResult(result) +
-      " while loading " + sourceName;
+      fmt::format("cuModuleLoadDataEx failed: {} while loading {}",
+                  describeCudaResult(result), sourceName);
   std::string log = logText(errorLog);
-  return log.empty() ? message : message + "; JIT error log:\n" + log;
+  return log.empty() ? message
+                     : fmt::format("{}; JIT error log:\n{}", message, log);
 }
 
 } // namespace
@@ -230,9 +233,9 @@ CUfunction Module::function(const std::string &name) const {
   CUresult result =
       bound().cuModuleGetFunction(&function, module_, name.c_str());
   if (result != kCudaSuccess)
-    throw CudaError(
-        "kernel '" + name + "' not found in " + sourceName_ +
-        ": cuModuleGetFunction failed: " + describeCudaResult(result));
+    throw CudaError(fmt::format(
+        "kernel '{}' not found in {}: cuModuleGetFunction failed: {}", name,
+        sourceName_, describeCudaResult(result)));
   return function;
 }
 

@@ -4,6 +4,7 @@
 #include "fwp/Runtime/Cuda.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <initializer_list>
@@ -23,16 +24,16 @@ void resolve(void *library, Fn &fn, std::initializer_list<const char *> names) {
       return;
     }
   }
-  throw CudaError(std::string("CUDA driver too old: ") + kLibraryName +
-                  " does not export " + *names.begin());
+  throw CudaError(fmt::format("CUDA driver too old: {} does not export {}",
+                              kLibraryName, *names.begin()));
 }
 
 void *openLibrary() {
   void *library = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char *why = dlerror();
-    throw CudaError(std::string("no CUDA driver: could not load ") +
-                    kLibraryName + " (" + (why ? why : "unknown error") + ")");
+    throw CudaError(fmt::format("no CUDA driver: could not load {} ({})",
+                                kLibraryName, why ? why : "unknown error"));
   }
   return library;
 }
@@ -133,14 +134,14 @@ std::string describeCudaResult(CUresult result) {
     d->cuGetErrorName(result, &name);
     d->cuGetErrorString(result, &text);
   }
-  std::string out = name ? name : "CUresult " + std::to_string(result);
-  return text ? out + " (" + text + ")" : out;
+  std::string out = name ? name : fmt::format("CUresult {}", result);
+  return text ? fmt::format("{} ({})", out, text) : out;
 }
 
 void checkCuda(CUresult result, const char *call) {
   if (result != kCudaSuccess)
-    throw CudaError(std::string(call) +
-                    " failed: " + describeCudaResult(result));
+    throw CudaError(
+        fmt::format("{} failed: {}", call, describeCudaResult(result)));
 }
 
 } // namespace fwp::rt

@@ -1,6 +1,8 @@
 //===- PlanCuda.cpp - Launch plans on a CUDA GPU --------------------------===//
 
-#include "fwp/Runtime/Plan.h"
+#include "fwp/Runtime/PlanCuda.h"
+
+#include <fmt/format.h>
 
 namespace fwp::rt {
 namespace {
@@ -12,10 +14,14 @@ const Driver &bound() {
 }
 
 std::string moduleList(const std::map<std::string, Module> &modules) {
-  std::string out;
+  std::vector<std::string> names;
   for (const auto &entry : modules)
-    out += (out.empty() ? "" : ", ") + entry.first;
-  return out.empty() ? "none" : out;
+    names.push_back(entry.first);
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string ptxFileName(const std::string &module) {
+  return fmt::format("{}.ptx", module);
 }
 
 /// `ptx`, after checking (before the driver is touched) that it has every
@@ -24,8 +30,8 @@ const std::map<std::string, std::string> &
 checkedPtx(const Plan &plan, const std::map<std::string, std::string> &ptx) {
   for (const std::string &module : plan.modules)
     if (!ptx.count(module))
-      throw PlanError(plan.sourceName + ": no PTX given for module '" + module +
-                      "'");
+      throw PlanError(fmt::format("{}: no PTX given for module '{}'",
+                                  plan.sourceName, module));
   return ptx;
 }
 
@@ -39,7 +45,7 @@ CudaPlanDevice::CudaPlanDevice(const std::map<std::string, std::string> &ptx,
                                CUstream stream)
     : stream_(stream) {
   for (const auto &entry : ptx)
-    loadModule(entry.first, entry.second, entry.first + ".ptx");
+    loadModule(entry.first, entry.second, ptxFileName(entry.first));
 }
 
 CudaPlanDevice
@@ -50,7 +56,7 @@ CudaPlanDevice::fromDirectory(const std::string &dir,
   // reported as such even without a GPU.
   std::vector<std::pair<std::string, std::string>> texts;
   for (const std::string &module : modules) {
-    std::string path = dir + "/" + module + ".ptx";
+    std::string path = fmt::format("{}/{}", dir, ptxFileName(module));
     texts.emplace_back(path, readTextFile(path));
   }
   CudaPlanDevice device(stream);
@@ -127,8 +133,8 @@ CUfunction CudaPlanDevice::function(const std::string &module,
     return cached->second;
   auto it = modules_.find(module);
   if (it == modules_.end())
-    throw PlanError("no PTX loaded for module '" + module +
-                    "' (loaded: " + moduleList(modules_) + ")");
+    throw PlanError(fmt::format("no PTX loaded for module '{}' (loaded: {})",
+                                module, moduleList(modules_)));
   CUfunction fn = it->second.function(kernel);
   functions_.emplace(key, fn);
   return fn;
@@ -155,6 +161,17 @@ void CudaPlanDevice::synchronize() {
 }
 
 //===----------------------------------------------------------------------===//
+// DeviceResult
+//===----------------------------------------------------------------------===//
+
+void DeviceResult::checkElementBytes(size_t bytes) const {
+  if (bytes != dtypeBytes(ref_.dtype))
+    throw Error(fmt::format("DeviceResult::toHost: element type of {} bytes "
+                            "for a {} buffer",
+                            bytes, ref_.shapeStr()));
+}
+
+//===----------------------------------------------------------------------===//
 // CompiledPlan
 //===----------------------------------------------------------------------===//
 
@@ -167,7 +184,7 @@ CompiledPlan::CompiledPlan(Plan plan,
     : plan_(std::move(plan)), device_(checkedPtx(plan_, ptx), stream) {}
 
 CompiledPlan CompiledPlan::load(const std::string &dir, CUstream stream) {
-  Plan plan = loadPlanFile(dir + "/plan.fwp");
+  Plan plan = loadPlanFile(fmt::format("{}/plan.fwp", dir));
   CudaPlanDevice device =
       CudaPlanDevice::fromDirectory(dir, plan.modules, stream);
   return CompiledPlan(std::move(device), std::move(plan));

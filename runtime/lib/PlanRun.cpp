@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fwp/Runtime/Plan.h"
+#include "fwp/Runtime/PlanRun.h"
+
+#include <fmt/format.h>
 
 #include <cstring>
 #include <limits>
@@ -13,11 +15,27 @@
 namespace fwp::rt {
 namespace {
 
-constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
-constexpr int64_t kMaxGridYZ = 65535;
+// CUDA's limits on launches.
+constexpr int64_t kMaxGrid[3] = {std::numeric_limits<int32_t>::max(), 65535,
+                                 65535};
 constexpr int64_t kMaxBlockThreads = 1024;
 constexpr int64_t kMaxBlock[3] = {1024, 1024, 64};
 const char *const kAxes[3] = {"x", "y", "z"};
+
+void checkBlockThreads(const LaunchExtent &block) {
+  int64_t threads = block[0] * block[1] * block[2];
+  if (threads > kMaxBlockThreads)
+    throw PlanError(fmt::format("a block of {} x {} x {} = {} threads is more "
+                                "than {}",
+                                block[0], block[1], block[2], threads,
+                                kMaxBlockThreads));
+}
+
+Dim3 toDim3(const LaunchExtent &extent) {
+  return Dim3{static_cast<unsigned>(extent[0]),
+              static_cast<unsigned>(extent[1]),
+              static_cast<unsigned>(extent[2])};
+}
 
 int64_t maxIndex(unsigned bits) {
   return bits == 32 ? std::numeric_limits<int32_t>::max()
@@ -30,7 +48,7 @@ bool fitsSigned(int64_t value, unsigned bits) {
 }
 
 std::string indexName(unsigned bits) {
-  return "a signed " + std::to_string(bits) + "-bit index";
+  return fmt::format("a signed {}-bit index", bits);
 }
 
 template <typename T> std::vector<uint8_t> littleEndian(T bits) {
@@ -40,25 +58,18 @@ template <typename T> std::vector<uint8_t> littleEndian(T bits) {
   return bytes;
 }
 
-std::string sizesStr(const std::vector<int64_t> &sizes) {
-  std::string out = "[";
-  for (size_t i = 0; i < sizes.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(sizes[i]);
-  return out + "]";
-}
-
 /// Why `arg` does not match its declaration, or "" if it does.
 std::string argumentMismatch(const PlanArg &decl, const BufferRef &arg) {
   if (arg.dtype != decl.dtype)
     return "dtype differs";
   if (arg.sizes.size() != decl.sizes.size())
-    return "rank " + std::to_string(arg.sizes.size()) + " instead of " +
-           std::to_string(decl.sizes.size());
+    return fmt::format("rank {} instead of {}", arg.sizes.size(),
+                       decl.sizes.size());
   for (size_t i = 0; i < arg.sizes.size(); ++i) {
     if (arg.sizes[i] < 0)
-      return "size " + std::to_string(i) + " is negative";
+      return fmt::format("size {} is negative", i);
     if (decl.sizes[i] && *decl.sizes[i] != arg.sizes[i])
-      return "size " + std::to_string(i) + " differs";
+      return fmt::format("size {} differs", i);
   }
   return "";
 }
@@ -68,14 +79,14 @@ std::string argumentMismatch(const PlanArg &decl, const BufferRef &arg) {
 int64_t checkedCount(const BufferRef &buffer, unsigned bits,
                      const std::string &what) {
   std::optional<int64_t> count = buffer.elementCount();
-  std::string limit = indexName(bits) + " can hold (at most " +
-                      std::to_string(maxIndex(bits)) + ")";
+  std::string limit =
+      fmt::format("{} can hold (at most {})", indexName(bits), maxIndex(bits));
   if (!count)
-    throw PlanError(what + " " + buffer.shapeStr() +
-                    " has more elements than " + limit);
+    throw PlanError(fmt::format("{} {} has more elements than {}", what,
+                                buffer.shapeStr(), limit));
   if (*count > maxIndex(bits))
-    throw PlanError(what + " " + buffer.shapeStr() + " has " +
-                    std::to_string(*count) + " elements, more than " + limit);
+    throw PlanError(fmt::format("{} {} has {} elements, more than {}", what,
+                                buffer.shapeStr(), *count, limit));
   return *count;
 }
 
@@ -84,7 +95,7 @@ size_t byteCount(const BufferRef &buffer, int64_t count,
   size_t elementBytes = dtypeBytes(buffer.dtype);
   if (static_cast<uint64_t>(count) >
       std::numeric_limits<size_t>::max() / elementBytes)
-    throw PlanError(what + " " + buffer.shapeStr() + " is too large");
+    throw PlanError(fmt::format("{} {} is too large", what, buffer.shapeStr()));
   return static_cast<size_t>(count) * elementBytes;
 }
 
@@ -95,23 +106,11 @@ size_t byteCount(const BufferRef &buffer, int64_t count,
 //===----------------------------------------------------------------------===//
 
 std::optional<int64_t> BufferRef::elementCount() const {
-  int64_t count = 1;
-  for (int64_t size : sizes) {
-    if (size < 0)
-      return std::nullopt;
-    if (size != 0 && count > std::numeric_limits<int64_t>::max() / size)
-      return std::nullopt;
-    count *= size;
-  }
-  // A zero size makes the product 0 even if other sizes would overflow.
-  for (int64_t size : sizes)
-    if (size == 0)
-      return 0;
-  return count;
+  return rt::elementCount(sizes);
 }
 
 std::string BufferRef::shapeStr() const {
-  return std::string(dtypeName(dtype)) + " " + sizesStr(sizes);
+  return fmt::format("{} [{}]", dtypeName(dtype), fmt::join(sizes, ", "));
 }
 
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &sizes) {
@@ -143,10 +142,9 @@ std::vector<std::vector<uint8_t>> memrefParams(const BufferRef &buffer,
     for (size_t i = 0; i < fields->size(); ++i) {
       int64_t value = (*fields)[i];
       if (value < 0 || !fitsSigned(value, indexBits))
-        throw PlanError(what + " " + buffer.shapeStr() + ": " + field + " " +
-                        std::to_string(i) + " = " +
-                        std::to_string(static_cast<uint64_t>(value)) +
-                        " does not fit " + indexName(indexBits));
+        throw PlanError(fmt::format(
+            "{} {}: {} {} = {} does not fit {}", what, buffer.shapeStr(), field,
+            i, static_cast<uint64_t>(value), indexName(indexBits)));
       params.push_back(indexBytes(value, indexBits));
     }
   }
@@ -188,28 +186,29 @@ std::vector<BufferRef> PlanRun::takeResults() {
 }
 
 std::string PlanRun::where(int line) const {
-  return plan_.sourceName + ":" + std::to_string(line) + ": ";
+  return fmt::format("{}:{}: ", plan_.sourceName, line);
 }
 
 void PlanRun::bindArguments(const std::vector<BufferRef> &args) {
   const std::vector<PlanArg> &decls = plan_.args;
   if (args.size() != decls.size()) {
-    std::string names;
+    std::vector<std::string> names;
     for (const PlanArg &decl : decls)
-      names += (names.empty() ? "" : ", ") + decl.name;
-    throw PlanError(plan_.sourceName + ": the plan takes " +
-                    std::to_string(decls.size()) + " argument(s) (" +
-                    (names.empty() ? "none" : names) + ") but " +
-                    std::to_string(args.size()) + " were given");
+      names.push_back(decl.name);
+    throw PlanError(fmt::format(
+        "{}: the plan takes {} argument(s) ({}) but {} were given",
+        plan_.sourceName, decls.size(),
+        names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")),
+        args.size()));
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const PlanArg &decl = decls[i];
-    std::string what = "argument " + std::to_string(i) + " '" + decl.name + "'";
+    std::string what = fmt::format("argument {} '{}'", i, decl.name);
     std::string mismatch = argumentMismatch(decl, args[i]);
     if (!mismatch.empty())
-      throw PlanError(where(decl.line) + what + " is " + args[i].shapeStr() +
-                      " but the plan expects " + decl.shapeStr() + " (" +
-                      mismatch + ")");
+      throw PlanError(fmt::format("{}{} is {} but the plan expects {} ({})",
+                                  where(decl.line), what, args[i].shapeStr(),
+                                  decl.shapeStr(), mismatch));
     try {
       checkedCount(args[i], plan_.indexBits, what);
     } catch (const PlanError &e) {
@@ -226,12 +225,12 @@ void PlanRun::run(const std::vector<BufferRef> &args) {
   try {
     device_.synchronize();
   } catch (const CudaError &e) {
-    throw CudaError(plan_.sourceName + ": " + e.what());
+    throw CudaError(fmt::format("{}: {}", plan_.sourceName, e.what()));
   }
 }
 
 void PlanRun::runStep(const PlanStep &step) {
-  std::string prefix = where(step.line) + step.describe() + ": ";
+  std::string prefix = fmt::format("{}{}: ", where(step.line), step.describe());
   try {
     switch (step.kind) {
     case PlanStep::Kind::Value:
@@ -270,21 +269,20 @@ int64_t PlanRun::evaluate(const PlanExpr &expr) const {
     const BufferRef &ref = buffer(expr.name);
     if (expr.constant < 0 ||
         static_cast<uint64_t>(expr.constant) >= ref.sizes.size())
-      throw PlanError(expr.str() + ": '" + expr.name + "' has rank " +
-                      std::to_string(ref.sizes.size()));
+      throw PlanError(fmt::format("{}: '{}' has rank {}", expr.str(), expr.name,
+                                  ref.sizes.size()));
     return ref.sizes[expr.constant];
   }
   case PlanExpr::Kind::Op: {
     if (expr.operands.size() != 2)
-      throw PlanError(expr.str() + ": expected 2 operands");
+      throw PlanError(fmt::format("{}: expected 2 operands", expr.str()));
     int64_t lhs = evaluate(expr.operands[0]);
     int64_t rhs = evaluate(expr.operands[1]);
     try {
       return applyPlanOp(expr.op, lhs, rhs);
     } catch (const PlanError &e) {
-      throw PlanError(std::string(e.what()) + " in " + expr.str() + " (" +
-                      planOpName(expr.op) + " " + std::to_string(lhs) + " " +
-                      std::to_string(rhs) + ")");
+      throw PlanError(fmt::format("{} in {} ({} {} {})", e.what(), expr.str(),
+                                  planOpName(expr.op), lhs, rhs));
     }
   }
   }
@@ -294,14 +292,14 @@ int64_t PlanRun::evaluate(const PlanExpr &expr) const {
 int64_t PlanRun::value(const std::string &name) const {
   auto it = values_.find(name);
   if (it == values_.end())
-    throw PlanError("unknown value '" + name + "'");
+    throw PlanError(fmt::format("unknown value '{}'", name));
   return it->second;
 }
 
 const BufferRef &PlanRun::buffer(const std::string &name) const {
   auto it = buffers_.find(name);
   if (it == buffers_.end())
-    throw PlanError("unknown buffer '" + name + "'");
+    throw PlanError(fmt::format("unknown buffer '{}'", name));
   return it->second;
 }
 
@@ -310,8 +308,8 @@ std::vector<int64_t> PlanRun::evaluateSizes(const PlanStep &step) const {
   for (size_t i = 0; i < step.sizes.size(); ++i) {
     int64_t size = evaluate(step.sizes[i]);
     if (size < 0)
-      throw PlanError("size " + std::to_string(i) + " '" + step.sizes[i].str() +
-                      "' is " + std::to_string(size));
+      throw PlanError(
+          fmt::format("size {} '{}' is {}", i, step.sizes[i].str(), size));
     sizes.push_back(size);
   }
   return sizes;
@@ -321,7 +319,7 @@ void PlanRun::runAlloc(const PlanStep &step) {
   BufferRef ref;
   ref.dtype = step.dtype;
   ref.sizes = evaluateSizes(step);
-  std::string what = "buffer '" + step.name + "'";
+  std::string what = fmt::format("buffer '{}'", step.name);
   int64_t count = checkedCount(ref, plan_.indexBits, what);
   size_t bytes = byteCount(ref, count, what);
   ref.ptr = device_.alloc(bytes);
@@ -339,10 +337,10 @@ void PlanRun::runView(const PlanStep &step) {
   std::optional<int64_t> count = ref.elementCount();
   int64_t sourceCount = *source.elementCount(); // checked when made
   if (count != sourceCount)
-    throw PlanError("view '" + step.name + "' " + ref.shapeStr() + " has " +
-                    (count ? std::to_string(*count) : std::string("too many")) +
-                    " elements but its source '" + step.source + "' " +
-                    source.shapeStr() + " has " + std::to_string(sourceCount));
+    throw PlanError(fmt::format(
+        "view '{}' {} has {} elements but its source '{}' {} has {}", step.name,
+        ref.shapeStr(), count ? fmt::format("{}", *count) : "too many",
+        step.source, source.shapeStr(), sourceCount));
   auto allocation = allocationOf_.find(step.source);
   if (allocation != allocationOf_.end())
     allocationOf_[step.name] = allocation->second;
@@ -353,9 +351,10 @@ void PlanRun::runResult(const PlanStep &step) {
   const BufferRef &ref = buffer(step.source);
   auto allocation = allocationOf_.find(step.source);
   if (allocation == allocationOf_.end())
-    throw PlanError("'" + step.source +
-                    "' is not allocated by the plan (an argument or a view "
-                    "of one); a result must be an alloc or a view of one");
+    throw PlanError(fmt::format(
+        "'{}' is not allocated by the plan (an argument or a view of one); a "
+        "result must be an alloc or a view of one",
+        step.source));
   results_.push_back(ref);
   resultAllocations_.push_back(allocation->second);
 }
@@ -365,11 +364,12 @@ void PlanRun::runCopy(const PlanStep &step) {
   const BufferRef &dest = buffer(step.dest);
   int64_t count = *source.elementCount(), destCount = *dest.elementCount();
   if (count != destCount || source.dtype != dest.dtype)
-    throw PlanError("source '" + step.source + "' " + source.shapeStr() +
-                    " has " + std::to_string(count) +
-                    " elements but destination '" + step.dest + "' " +
-                    dest.shapeStr() + " has " + std::to_string(destCount));
-  size_t bytes = byteCount(source, count, "buffer '" + step.source + "'");
+    throw PlanError(fmt::format(
+        "source '{}' {} has {} elements but destination '{}' {} has {}",
+        step.source, source.shapeStr(), count, step.dest, dest.shapeStr(),
+        destCount));
+  size_t bytes =
+      byteCount(source, count, fmt::format("buffer '{}'", step.source));
   if (bytes != 0 && source.ptr != dest.ptr)
     device_.copy(dest.ptr, source.ptr, bytes);
 }
@@ -393,43 +393,36 @@ std::vector<uint8_t> PlanRun::scalarParam(const PlanLaunchArg &arg,
                   : arg.kind == Kind::I32 ? 32
                                           : 64;
   if (!fitsSigned(value, bits))
-    throw PlanError("argument " + std::to_string(index) + " (" +
-                    PlanLaunchArg::kindName(arg.kind) + " " + arg.expr.str() +
-                    ") = " + std::to_string(value) + " does not fit " +
-                    (arg.kind == Kind::Index ? indexName(bits)
-                                             : "a signed 32-bit integer"));
+    throw PlanError(fmt::format(
+        "argument {} ({}) = {} does not fit {}", index, arg.str(), value,
+        arg.kind == Kind::Index ? indexName(bits) : "a signed 32-bit integer"));
   return indexBytes(value, bits);
 }
 
-void PlanRun::runLaunch(const PlanStep &step) {
-  int64_t grid[3], block[3];
+LaunchExtent PlanRun::launchExtent(const std::array<PlanExpr, 3> &exprs,
+                                   const char *what, int64_t min,
+                                   const int64_t (&max)[3]) const {
+  LaunchExtent extent;
   for (int i = 0; i < 3; ++i) {
-    grid[i] = evaluate(step.grid[i]);
-    int64_t limit = i == 0 ? kMaxGridX : kMaxGridYZ;
-    if (grid[i] < 0 || grid[i] > limit)
-      throw PlanError(std::string("grid ") + kAxes[i] + " '" +
-                      step.grid[i].str() + "' = " + std::to_string(grid[i]) +
-                      " is outside [0, " + std::to_string(limit) + "]");
+    extent[i] = evaluate(exprs[i]);
+    if (extent[i] < min || extent[i] > max[i])
+      throw PlanError(fmt::format("{} {} '{}' = {} is outside [{}, {}]", what,
+                                  kAxes[i], exprs[i].str(), extent[i], min,
+                                  max[i]));
   }
-  for (int i = 0; i < 3; ++i) {
-    block[i] = evaluate(step.block[i]);
-    if (block[i] < 1 || block[i] > kMaxBlock[i])
-      throw PlanError(std::string("block ") + kAxes[i] + " '" +
-                      step.block[i].str() + "' = " + std::to_string(block[i]) +
-                      " is outside [1, " + std::to_string(kMaxBlock[i]) + "]");
-  }
-  int64_t threads = block[0] * block[1] * block[2];
-  if (threads > kMaxBlockThreads)
-    throw PlanError("a block of " + std::to_string(block[0]) + " x " +
-                    std::to_string(block[1]) + " x " +
-                    std::to_string(block[2]) + " = " + std::to_string(threads) +
-                    " threads is more than " +
-                    std::to_string(kMaxBlockThreads));
-  int64_t shared = evaluate(step.shared);
-  if (shared < 0 || shared > std::numeric_limits<unsigned>::max())
-    throw PlanError("shared memory size '" + step.shared.str() +
-                    "' = " + std::to_string(shared) + " is out of range");
+  return extent;
+}
 
+unsigned PlanRun::sharedBytes(const PlanExpr &expr) const {
+  int64_t shared = evaluate(expr);
+  if (shared < 0 || shared > std::numeric_limits<unsigned>::max())
+    throw PlanError(fmt::format("shared memory size '{}' = {} is out of range",
+                                expr.str(), shared));
+  return static_cast<unsigned>(shared);
+}
+
+std::vector<std::vector<uint8_t>>
+PlanRun::launchParams(const PlanStep &step) const {
   std::vector<std::vector<uint8_t>> params;
   for (size_t i = 0; i < step.args.size(); ++i) {
     const PlanLaunchArg &arg = step.args[i];
@@ -437,21 +430,26 @@ void PlanRun::runLaunch(const PlanStep &step) {
       params.push_back(scalarParam(arg, i));
       continue;
     }
-    for (std::vector<uint8_t> &field : memrefParams(
-             buffer(arg.buffer), plan_.indexBits,
-             "argument " + std::to_string(i) + " (memref " + arg.buffer + ")"))
+    for (std::vector<uint8_t> &field :
+         memrefParams(buffer(arg.buffer), plan_.indexBits,
+                      fmt::format("argument {} ({})", i, arg.str())))
       params.push_back(std::move(field));
   }
+  return params;
+}
+
+void PlanRun::runLaunch(const PlanStep &step) {
+  LaunchExtent grid = launchExtent(step.grid, "grid", 0, kMaxGrid);
+  LaunchExtent block = launchExtent(step.block, "block", 1, kMaxBlock);
+  checkBlockThreads(block);
+  unsigned shared = sharedBytes(step.shared);
+  std::vector<std::vector<uint8_t>> params = launchParams(step);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) {
     ++skipped_; // an empty grid: nothing to do
     return;
   }
-  auto dim3 = [](const int64_t(&d)[3]) {
-    return Dim3{static_cast<unsigned>(d[0]), static_cast<unsigned>(d[1]),
-                static_cast<unsigned>(d[2])};
-  };
-  device_.launch(step.module, step.kernel, dim3(grid), dim3(block),
-                 static_cast<unsigned>(shared), params);
+  device_.launch(step.module, step.kernel, toDim3(grid), toDim3(block), shared,
+                 params);
 }
 
 std::vector<BufferRef> execute(const Plan &plan, PlanDevice &device,

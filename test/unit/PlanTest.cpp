@@ -9,12 +9,14 @@
 
 #include "RuntimeTestUtils.h"
 
-#include "fwp/Runtime/Plan.h"
+#include "fwp/Runtime/ElementType.h"
+#include "fwp/Runtime/PlanCuda.h"
 
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -298,6 +300,128 @@ TEST(PlanParseTest, ParsesAndPrintsResults) {
   // Comments and spacing do not matter.
   Plan spaced = parseBody("alloc b f32 2\n  result   b   # returned\n");
   EXPECT_EQ(spaced.steps.at(1).str(), "result b");
+}
+
+//===----------------------------------------------------------------------===//
+// Building plans in memory, as the compiler does
+//===----------------------------------------------------------------------===//
+
+/// The document example, built the way exportLaunchPlan builds plans.
+Plan buildDocExample() {
+  Plan plan;
+  plan.sourceName = "built";
+  plan.indexBits = 32;
+  plan.modules = {"scan_kernel"};
+  for (const char *name : {"arg0", "arg1"}) {
+    PlanArg arg;
+    arg.name = name;
+    arg.sizes = {std::nullopt, 2, 4, 8};
+    plan.args.push_back(arg);
+  }
+  PlanExpr v0 = PlanExpr::value("v0");
+  auto literal = PlanExpr::literal;
+  plan.steps.push_back(PlanStep::value("v0", PlanExpr::dim("arg0", 0)));
+  plan.steps.push_back(PlanStep::alloc(
+      "b0", DType::F32, {v0, literal(2), literal(4), literal(8)}));
+  plan.steps.push_back(
+      PlanStep::value("v1", PlanExpr::apply(PlanOp::CeilDiv, v0, literal(64))));
+  PlanStep launch;
+  launch.kind = PlanStep::Kind::Launch;
+  launch.module = launch.kernel = "scan_kernel";
+  launch.grid = {literal(2), literal(4), PlanExpr::value("v1")};
+  launch.block = {literal(128), literal(1), literal(1)};
+  launch.shared = literal(0);
+  launch.args = {PlanLaunchArg::memref("arg0"), PlanLaunchArg::memref("b0"),
+                 PlanLaunchArg::integer(PlanLaunchArg::Kind::Index, v0)};
+  plan.steps.push_back(launch);
+  plan.steps.push_back(PlanStep::copy("b0", "arg1"));
+  plan.numberLines();
+  return plan;
+}
+
+TEST(PlanBuildTest, ABuiltPlanEqualsAndPrintsAsTheParsedOne) {
+  Plan built = buildDocExample();
+  Plan parsed = Plan::parse(kDocExample, "scan.fwp");
+  EXPECT_EQ(built, parsed);
+  EXPECT_EQ(built.str(), kDocExample);
+  // numberLines gives every arg and step the line the printer puts it on.
+  for (size_t i = 0; i < parsed.args.size(); ++i)
+    EXPECT_EQ(built.args[i].line, parsed.args[i].line) << i;
+  for (size_t i = 0; i < parsed.steps.size(); ++i)
+    EXPECT_EQ(built.steps[i].line, parsed.steps[i].line) << i;
+  // So run-time errors point into the printed text.
+  built.steps[2].expr.operands[1] = PlanExpr::literal(0);
+  EXPECT_TRUE(contains(
+      runError(built, {buf(0x1000, {3, 2, 4, 8}), buf(0x2000, {3, 2, 4, 8})}),
+      "built:8: value v1: division by zero"));
+}
+
+TEST(PlanBuildTest, ViewsAndResultsBuildAsParsed) {
+  Plan parsed = parseBody("alloc a f64 6\nview b a 2 3\nresult b\n");
+  Plan built;
+  built.steps = {PlanStep::alloc("a", DType::F64, {PlanExpr::literal(6)}),
+                 PlanStep::view("b", "a", DType::F64,
+                                {PlanExpr::literal(2), PlanExpr::literal(3)}),
+                 PlanStep::result("b")};
+  EXPECT_EQ(built, parsed);
+  EXPECT_EQ(built.str(), parsed.str());
+  EXPECT_EQ(built.steps[1].dtype, parsed.steps[1].dtype);
+}
+
+TEST(PlanBuildTest, FloatLiteralsReadBackExactly) {
+  using Kind = PlanLaunchArg::Kind;
+  const double values[] = {
+      0.1,       1e-6,   -3.0,
+      1.0 / 3.0, 1e-40,  -0.0,
+      1e300,     5e-324, std::numeric_limits<double>::infinity()};
+  for (Kind kind : {Kind::F32, Kind::F64}) {
+    for (double value : values) {
+      if (kind == Kind::F32 && std::abs(value) > 1e38 && !std::isinf(value))
+        continue; // not a float
+      PlanLaunchArg arg = PlanLaunchArg::floating(kind, value);
+      Plan plan =
+          parseBody("module m\nlaunch m k 1 1 1 1 1 1 0 " + arg.str() + "\n");
+      const PlanLaunchArg &read = plan.steps.at(0).args.at(0);
+      EXPECT_EQ(read, arg) << arg.str();
+      EXPECT_EQ(read.text, arg.text);
+    }
+  }
+  // The shortest text of the float (not of the double nearest to 0.1).
+  PlanLaunchArg tenth = PlanLaunchArg::floating(Kind::F32, 0.1);
+  EXPECT_EQ(tenth.str(), "f32 0.1");
+  EXPECT_EQ(tenth.real, static_cast<double>(0.1f));
+  EXPECT_EQ(PlanLaunchArg::floating(Kind::F64, 0.1).real, 0.1);
+}
+
+TEST(PlanBuildTest, WritesABuiltPlanDirectory) {
+  std::string dir = tempDir("built");
+  writePlanDirectory(dir, buildDocExample(), {{"scan_kernel", "// ptx\n"}});
+  EXPECT_EQ(readFile(dir + "/plan.fwp"), kDocExample);
+  EXPECT_EQ(readFile(dir + "/scan_kernel.ptx"), "// ptx\n");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(messageOf<PlanError>(
+                [&] { writePlanDirectory(dir, buildDocExample(), {}); }),
+            dir + "/plan.fwp: no PTX given for module 'scan_kernel'");
+  EXPECT_EQ(messageOf<PlanError>([&] {
+              writePlanDirectory(dir, buildDocExample(),
+                                 {{"scan_kernel", ""}, {"../x", ""}});
+            }),
+            "bad module name '../x'");
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(ElementTypeTest, ElementCounts) {
+  const int64_t big = int64_t(1) << 62;
+  EXPECT_EQ(elementCount({}), 1);
+  EXPECT_EQ(elementCount({3, 2, 4}), 24);
+  EXPECT_EQ(elementCount({big, 1}), big);
+  EXPECT_EQ(elementCount({3, -1}), std::nullopt);
+  EXPECT_EQ(elementCount({0, -1}), std::nullopt);
+  EXPECT_EQ(elementCount({big, 2}), std::nullopt);
+  EXPECT_EQ(elementCount({big, 4, 0}), 0); // no overflow: the product is 0
+  EXPECT_EQ(buf(0, {big, 4, 0}).elementCount(), 0);
+  EXPECT_EQ(dtypeName(DType::F32), std::string("f32"));
+  EXPECT_EQ(parseDType("f64"), DType::F64);
 }
 
 //===----------------------------------------------------------------------===//

@@ -8,13 +8,14 @@
 //   saying so, where ptxas is not installed);
 // - every launch of its launch plans, carried out on a recording device,
 //   passes exactly the parameters (count and widths) that the kernel's PTX
-//   entry declares, with grids and blocks in range.
+//   entry declares, with grids and blocks in range; each plan's text reads
+//   back to itself.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fwp/JIT/JIT.h"
 #include "fwp/Runtime/Driver.h"
-#include "fwp/Runtime/Plan.h"
+#include "fwp/Runtime/PlanRun.h"
 
 #include <gtest/gtest.h>
 
@@ -200,8 +201,10 @@ TEST(PtxKernelsTest, PlansPassWhatEveryKernelDeclares) {
       std::vector<fwp::rt::BufferRef> refs;
       for (size_t i = 0; i < args.size(); ++i)
         refs.push_back({0x1000 * (i + 1), args[i], dtype});
-      fwp::rt::Plan plan = fwp::rt::Plan::parse(
-          backward ? code.backwardPlan : code.forwardPlan, "plan");
+      const std::string &text = backward ? code.backwardPlan : code.forwardPlan;
+      fwp::rt::Plan plan = fwp::rt::Plan::parse(text, "plan");
+      // The exporter's plan, printed by the runtime, reads back to itself.
+      EXPECT_EQ(plan.str(), text);
       RecordingDevice device(code.ptx);
       fwp::rt::execute(plan, device, refs);
       EXPECT_GT(device.launches, 0);

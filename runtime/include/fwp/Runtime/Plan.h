@@ -1,27 +1,15 @@
-//===- Plan.h - Launch plans: parsing and carrying them out -----*- C++ -*-===//
+//===- Plan.h - Launch plans: the structure, parsing, printing --*- C++ -*-===//
 //
 // A launch plan (docs/launch-plan.md, format version 1) is the host side of a
-// compiled fwp function written out as text: which buffers to allocate, which
-// integer values to compute, which kernels to launch with which arguments.
-// This header reads plans (Plan::parse), prints them back (Plan::str) and
-// carries them out (execute) on a PlanDevice.
+// compiled fwp function: which buffers to allocate, which integer values to
+// compute, which kernels to launch with which arguments. This header holds
+// the plan as a structure (Plan), reads it from text (Plan::parse,
+// PlanParser.cpp) and prints it back (Plan::str, PlanPrinter.cpp). The
+// compiler builds the structure directly (fwp/Target/LaunchPlan.h); text is
+// only for files and dumps. Carrying a plan out is PlanRun.h; running it on a
+// GPU, PlanCuda.h.
 //
-// Who owns what: arguments belong to the caller. Every `alloc` belongs to
-// the run (PlanRun) and is freed when it ends, except the buffers its
-// `result` steps name: those are handed to the caller (PlanRun::takeResults,
-// execute's return value, CompiledPlan::run's DeviceResults), who frees them.
-//
-// Why a device interface: everything a plan decides - argument checking,
-// integer arithmetic, buffer sizes, the exact bytes of every kernel parameter,
-// launch ranges, freeing - is independent of CUDA. Putting the device behind
-// four calls (alloc, free, copy, launch) lets all of it be tested on machines
-// without a GPU with a fake device that records the calls; CudaPlanDevice
-// (PlanCuda.cpp) is the real one, built on Cuda.h.
-//
-// Errors: a malformed plan throws PlanError "<source>:<line>: <problem>"; a
-// plan that cannot be carried out with the given arguments throws PlanError
-// "<source>:<line>: <step>: <problem>" naming the step (or the argument);
-// a failing CUDA call throws CudaError naming the call, prefixed likewise.
+// Errors: a malformed plan throws PlanError "<source>:<line>: <problem>".
 //
 // Syntax details the format document leaves open, as this runtime reads them:
 // - Expressions may contain blanks: `dim(arg0, 0)`, `(add v0 (mul v1 2))`.
@@ -31,8 +19,8 @@
 //   names may also contain '-' (never '/').
 // - f32 / f64 literals are anything C's strtod reads completely (decimal,
 //   hexadecimal floats such as 0x1.8p+1, inf, nan); they are printed back as
-//   written. Writers wanting exact values should print hexadecimal floats
-//   (%a) or 9 / 17 significant digits.
+//   written. PlanLaunchArg::floating writes the shortest decimal that reads
+//   back exactly.
 // - index-bits is required, right after the header. `module` lines come
 //   before `arg` lines, and both before the steps.
 // - A `copy` needs SRC and DST of the same dtype (checked when parsing).
@@ -50,17 +38,14 @@
 #ifndef FWP_RUNTIME_PLAN_H
 #define FWP_RUNTIME_PLAN_H
 
-#include "fwp/Runtime/Cuda.h"
+#include "fwp/Runtime/ElementType.h"
 #include "fwp/Runtime/Error.h"
 
 #include <array>
-#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace fwp::rt {
@@ -70,19 +55,6 @@ class PlanError : public Error {
 public:
   using Error::Error;
 };
-
-//===----------------------------------------------------------------------===//
-// The plan
-//===----------------------------------------------------------------------===//
-
-enum class DType { F32, F64 };
-
-/// "f32", "f64".
-const char *dtypeName(DType dtype);
-/// 4, 8.
-size_t dtypeBytes(DType dtype);
-/// The dtype called `name`, if any.
-std::optional<DType> parseDType(const std::string &name);
 
 /// The integer operators of expressions, named as in the format.
 enum class PlanOp {
@@ -156,6 +128,14 @@ struct PlanLaunchArg {
   double real = 0;    // F32, F64: the literal's value
   std::string text;   // F32, F64: the literal as written
 
+  /// `memref BUFFER`.
+  static PlanLaunchArg memref(const std::string &buffer);
+  /// `index EXPR`, `i32 EXPR` or `i64 EXPR` (`kind` says which).
+  static PlanLaunchArg integer(Kind kind, PlanExpr expr);
+  /// `f32 LITERAL` or `f64 LITERAL`: `value` (rounded to float for F32)
+  /// written as the shortest decimal that reads back to exactly it.
+  static PlanLaunchArg floating(Kind kind, double value);
+
   /// "memref", "index", "i32", ...
   static const char *kindName(Kind kind);
   std::string str() const;
@@ -181,6 +161,16 @@ struct PlanStep {
   PlanExpr shared;                 // Launch
   std::vector<PlanLaunchArg> args; // Launch
 
+  /// The steps other than `launch`, as a writer of plans makes them (a
+  /// launch has too many parts for one call: fill in its fields).
+  static PlanStep value(const std::string &name, PlanExpr expr);
+  static PlanStep alloc(const std::string &name, DType dtype,
+                        std::vector<PlanExpr> sizes);
+  static PlanStep view(const std::string &name, const std::string &source,
+                       DType dtype, std::vector<PlanExpr> sizes);
+  static PlanStep copy(const std::string &source, const std::string &dest);
+  static PlanStep result(const std::string &source);
+
   /// The directive: "value", "alloc", ...
   static const char *kindName(Kind kind);
   /// How errors name the step: "value v1", "alloc b0", "copy b0 arg1",
@@ -193,7 +183,7 @@ struct PlanStep {
 
 struct Plan {
   static constexpr int kVersion = 1;
-  std::string sourceName; // not compared
+  std::string sourceName; // not compared; errors start with it
   unsigned indexBits = 64;
   std::vector<std::string> modules;
   std::vector<PlanArg> args;
@@ -202,8 +192,12 @@ struct Plan {
   /// Parses plan `text`; errors throw PlanError "<sourceName>:<line>: ...".
   static Plan parse(const std::string &text, const std::string &sourceName);
   /// The plan as text (canonical spacing, no comments) that parse() reads
-  /// back to an equal plan.
+  /// back to an equal plan, with every arg and step on the line numberLines
+  /// gives it.
   std::string str() const;
+  /// Sets the line of every arg and step to the line str() prints it on, so
+  /// that the errors of a plan built in memory point into its text.
+  void numberLines();
   bool operator==(const Plan &other) const {
     return indexBits == other.indexBits && modules == other.modules &&
            args == other.args && steps == other.steps;
@@ -218,248 +212,17 @@ std::string readTextFile(const std::string &path);
 /// Parses the plan file at `path`; errors name the file.
 Plan loadPlanFile(const std::string &path);
 
-/// Writes a compiled module directory: `<dir>/plan.fwp` (planText) and
+/// Writes a compiled module directory: `<dir>/plan.fwp` (plan.str()) and
 /// `<dir>/<module>.ptx` for each entry of `ptx`, creating `dir` if needed.
-/// The plan is parsed first and every module it names must be in `ptx`;
-/// throws PlanError otherwise and Error if a file cannot be written.
+/// Every module the plan names must be in `ptx`, and every entry of `ptx`
+/// must have a module name; throws PlanError otherwise and Error if a file
+/// cannot be written.
+void writePlanDirectory(const std::string &dir, const Plan &plan,
+                        const std::map<std::string, std::string> &ptx);
+/// The same for a plan given as text, which is parsed first (errors name
+/// `<dir>/plan.fwp`) and written as given.
 void writePlanDirectory(const std::string &dir, const std::string &planText,
                         const std::map<std::string, std::string> &ptx);
-
-//===----------------------------------------------------------------------===//
-// Carrying a plan out
-//===----------------------------------------------------------------------===//
-
-/// What a plan needs from a device. Pointers are device addresses.
-struct PlanDevice {
-  /// A new zero-filled allocation (bytes may be 0).
-  virtual uint64_t alloc(size_t bytes) = 0;
-  /// Frees an allocation made by alloc; must not throw for those.
-  virtual void free(uint64_t ptr) = 0;
-  virtual void copy(uint64_t dst, uint64_t src, size_t bytes) = 0;
-  /// Launches a kernel; `params` holds one little-endian byte vector per
-  /// kernel parameter.
-  virtual void launch(const std::string &module, const std::string &kernel,
-                      Dim3 grid, Dim3 block, unsigned shared,
-                      const std::vector<std::vector<uint8_t>> &params) = 0;
-  /// Waits for all work issued so far (called once after the last step, so
-  /// asynchronous failures surface before the plan's buffers are freed).
-  virtual void synchronize() {}
-  virtual ~PlanDevice() = default;
-};
-
-/// A buffer given to or made by a plan: a dense row-major array on the
-/// device.
-struct BufferRef {
-  uint64_t ptr = 0;
-  std::vector<int64_t> sizes;
-  DType dtype = DType::F32;
-
-  /// The product of the sizes (1 for rank 0); nullopt on overflow or a
-  /// negative size.
-  std::optional<int64_t> elementCount() const;
-  /// "f32 [3, 2, 4]"
-  std::string shapeStr() const;
-};
-
-/// The row-major strides of `sizes` (wrapping on overflow).
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &sizes);
-
-/// `value` as an integer of `bits` (32 or 64) bits, little-endian.
-std::vector<uint8_t> indexBytes(int64_t value, unsigned bits);
-
-/// The kernel parameters of `buffer` passed as a memref descriptor: allocated
-/// and aligned pointer (u64 each), offset 0, the sizes and the row-major
-/// strides (each `indexBits` bits). Throws PlanError naming `what` if a size
-/// or stride does not fit a signed index of `indexBits` bits.
-std::vector<std::vector<uint8_t>> memrefParams(const BufferRef &buffer,
-                                               unsigned indexBits,
-                                               const std::string &what);
-
-/// One execution of a plan: the arguments bound, the values computed, the
-/// buffers allocated and the results named so far. Destroying it frees every
-/// buffer it allocated (in reverse order; free's failures are ignored)
-/// except the results taken with takeResults(), so a plan that fails half
-/// way leaks nothing, and results nobody takes are freed too.
-class PlanRun {
-public:
-  PlanRun(const Plan &plan, PlanDevice &device);
-  ~PlanRun();
-  PlanRun(const PlanRun &) = delete;
-  PlanRun &operator=(const PlanRun &) = delete;
-
-  /// Checks `args` against the plan's `arg` lines (count, dtype, rank,
-  /// static sizes, element count) and binds them, `?` sizes included.
-  void bindArguments(const std::vector<BufferRef> &args);
-  /// Carries out one step; errors name it.
-  void runStep(const PlanStep &step);
-  /// bindArguments, every step, then PlanDevice::synchronize.
-  void run(const std::vector<BufferRef> &args);
-  /// Frees every buffer allocated so far except the results already taken
-  /// (the destructor does it too), and forgets the results not taken.
-  void freeAll() noexcept;
-
-  /// The results named so far by `result` steps (in order) and not taken
-  /// yet: each with the sizes and dtype of the buffer named (a view's own)
-  /// and the address of the allocation it belongs to.
-  const std::vector<BufferRef> &results() const { return results_; }
-  /// Hands results() to the caller: their allocations are no longer freed by
-  /// this run; the caller frees each through the device (PlanDevice::free)
-  /// once. Results with equal pointers share one allocation (the plan
-  /// returned it twice): free it once.
-  std::vector<BufferRef> takeResults();
-
-  /// `expr` with the values and buffers defined so far; throws PlanError
-  /// for an unknown name or a division by zero.
-  int64_t evaluate(const PlanExpr &expr) const;
-  /// The value `name` computed so far; throws PlanError if there is none.
-  int64_t value(const std::string &name) const;
-  /// The argument, allocation or view `name`; throws PlanError if none.
-  const BufferRef &buffer(const std::string &name) const;
-  /// The number of launches skipped because a grid dimension was 0.
-  int skippedLaunches() const { return skipped_; }
-
-private:
-  /// "<source>:<line>: "
-  std::string where(int line) const;
-  void runAlloc(const PlanStep &step);
-  void runView(const PlanStep &step);
-  void runCopy(const PlanStep &step);
-  void runLaunch(const PlanStep &step);
-  void runResult(const PlanStep &step);
-  std::vector<int64_t> evaluateSizes(const PlanStep &step) const;
-  std::vector<uint8_t> scalarParam(const PlanLaunchArg &arg,
-                                   size_t index) const;
-
-  const Plan &plan_;
-  PlanDevice &device_;
-  std::map<std::string, int64_t> values_;
-  std::map<std::string, BufferRef> buffers_;
-  struct Allocation {
-    uint64_t ptr = 0;
-    bool handedOver = false; // a result taken by the caller
-  };
-  std::vector<Allocation> allocated_;
-  /// The allocation (index in allocated_) of each alloc and of each view of
-  /// one; arguments and their views have none.
-  std::map<std::string, size_t> allocationOf_;
-  std::vector<BufferRef> results_;
-  std::vector<size_t> resultAllocations_; // parallel to results_
-  int skipped_ = 0;
-};
-
-/// Carries out `plan` on `device` with `args` (one per `arg` line, in
-/// order) and returns its results (PlanRun::takeResults), which the caller
-/// now owns and frees through `device`; frees everything else it allocated,
-/// also when it throws (results included, then).
-std::vector<BufferRef> execute(const Plan &plan, PlanDevice &device,
-                               const std::vector<BufferRef> &args);
-
-//===----------------------------------------------------------------------===//
-// CUDA
-//===----------------------------------------------------------------------===//
-
-/// A PlanDevice on the primary CUDA context (Cuda.h). Work is issued in
-/// order on one stream (by default the legacy default stream, which orders
-/// it with other blocking streams, e.g. PyTorch's default stream).
-class CudaPlanDevice : public PlanDevice {
-public:
-  /// Loads each module's PTX (module name -> PTX text). Throws CudaError
-  /// (with the JIT log) if one does not load.
-  explicit CudaPlanDevice(const std::map<std::string, std::string> &ptx,
-                          CUstream stream = nullptr);
-  /// Loads `<dir>/<module>.ptx` for each of `modules`.
-  static CudaPlanDevice fromDirectory(const std::string &dir,
-                                      const std::vector<std::string> &modules,
-                                      CUstream stream = nullptr);
-  ~CudaPlanDevice() override;
-  CudaPlanDevice(CudaPlanDevice &&) = default;
-  CudaPlanDevice &operator=(CudaPlanDevice &&) = default;
-
-  uint64_t alloc(size_t bytes) override;
-  void free(uint64_t ptr) override;
-  void copy(uint64_t dst, uint64_t src, size_t bytes) override;
-  void launch(const std::string &module, const std::string &kernel, Dim3 grid,
-              Dim3 block, unsigned shared,
-              const std::vector<std::vector<uint8_t>> &params) override;
-  void synchronize() override;
-  /// Gives up the allocation at `ptr` (made by alloc and not freed): the
-  /// DeviceBuffer returned owns it and frees it, even after this device is
-  /// gone. An empty DeviceBuffer for a 0-byte allocation (address 0) or an
-  /// address this device does not own. Does not wait for pending work.
-  DeviceBuffer release(uint64_t ptr);
-
-  CUstream stream() const { return stream_; }
-
-private:
-  explicit CudaPlanDevice(CUstream stream) : stream_(stream) {}
-  void loadModule(const std::string &name, const std::string &ptx,
-                  const std::string &sourceName);
-  CUfunction function(const std::string &module, const std::string &kernel);
-
-  CUstream stream_ = nullptr;
-  std::map<std::string, Module> modules_;
-  std::map<std::pair<std::string, std::string>, CUfunction> functions_;
-  std::map<uint64_t, DeviceBuffer> buffers_;
-  bool pending_ = false; // work issued since the last synchronisation
-};
-
-/// A result of CompiledPlan::run: a device buffer that belongs to the
-/// caller, independent of the CompiledPlan (it may outlive it). Its memory is
-/// freed (cuMemFree) when the last DeviceResult holding it goes; results
-/// share memory only when the plan returns one allocation twice. Copies
-/// share the memory.
-class DeviceResult {
-public:
-  DeviceResult() = default;
-  DeviceResult(BufferRef ref, std::shared_ptr<DeviceBuffer> memory)
-      : ref_(std::move(ref)), memory_(std::move(memory)) {}
-
-  /// The buffer: device address, sizes (a view's own) and dtype, e.g. to
-  /// pass as another plan's argument.
-  const BufferRef &ref() const { return ref_; }
-  uint64_t ptr() const { return ref_.ptr; }
-  const std::vector<int64_t> &sizes() const { return ref_.sizes; }
-  DType dtype() const { return ref_.dtype; }
-
-  /// The elements, copied to the host (synchronously). T must have the
-  /// dtype's size (float for f32, double for f64); throws Error otherwise.
-  template <typename T> std::vector<T> toHost() const {
-    if (sizeof(T) != dtypeBytes(ref_.dtype))
-      throw Error(std::string("DeviceResult::toHost: element type of ") +
-                  std::to_string(sizeof(T)) + " bytes for a " +
-                  ref_.shapeStr() + " buffer");
-    return memory_ ? memory_->toHost<T>() : std::vector<T>();
-  }
-
-private:
-  BufferRef ref_;
-  std::shared_ptr<DeviceBuffer> memory_;
-};
-
-/// A compiled module directory loaded for running: "an application needs
-/// only the runtime, the PTX and the plan".
-class CompiledPlan {
-public:
-  /// Reads `<dir>/plan.fwp` and the PTX of each module it names, and loads
-  /// the PTX. Errors name the file.
-  static CompiledPlan load(const std::string &dir, CUstream stream = nullptr);
-  /// A plan and its modules' PTX (module name -> PTX text).
-  CompiledPlan(Plan plan, const std::map<std::string, std::string> &ptx,
-               CUstream stream = nullptr);
-
-  /// Carries out the plan with `args` (device buffers, one per `arg` line),
-  /// waits for it to finish and returns its results, one per `result` step
-  /// in order; everything else the plan allocated is freed.
-  std::vector<DeviceResult> run(const std::vector<BufferRef> &args);
-
-  const Plan &plan() const { return plan_; }
-  CudaPlanDevice &device() { return device_; }
-
-private:
-  CompiledPlan(CudaPlanDevice device, Plan plan);
-  Plan plan_;
-  CudaPlanDevice device_;
-};
 
 } // namespace fwp::rt
 
