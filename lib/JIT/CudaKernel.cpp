@@ -25,6 +25,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <map>
 #include <mutex>
 
 using namespace mlir;
@@ -39,14 +40,23 @@ struct HostBuffer {
   std::vector<int64_t> sizes;
 };
 
+/// What fwp-to-ptx and the exporter make of the module: a launch plan per
+/// entry point and the PTX of every kernel, by module name.
+struct LoweredPlans {
+  rt::Plan forward, backward;
+  std::map<std::string, std::string> ptx;
+};
+
 class CudaKernel final : public CompiledAttention::Impl {
 public:
-  CudaKernel(const KernelDesc &desc, CompiledAttention::DeviceCode code)
-      : Impl(desc), code(std::move(code)),
-        forwardPlan(rt::Plan::parse(this->code.forwardPlan, kForwardName)),
-        backwardPlan(rt::Plan::parse(this->code.backwardPlan, kBackwardName)) {}
+  CudaKernel(const KernelDesc &desc, LoweredPlans plans)
+      : Impl(desc), forwardPlan(std::move(plans.forward)),
+        backwardPlan(std::move(plans.backward)), ptx(std::move(plans.ptx)) {}
 
-  CompiledAttention::DeviceCode deviceCode() const override { return code; }
+  /// The plans as text, printed by the runtime (which reads them back).
+  CompiledAttention::DeviceCode deviceCode() const override {
+    return {forwardPlan.str(), backwardPlan.str(), ptx};
+  }
 
   void forward(const ForwardArgs &a) const override {
     std::vector<int64_t> steps = {a.seqLen, a.batch, desc.dModel()};
@@ -116,21 +126,21 @@ private:
   /// driver's reason, where there is no usable GPU).
   rt::CudaPlanDevice &device() const {
     if (!loaded)
-      loaded = std::make_unique<rt::CudaPlanDevice>(code.ptx);
+      loaded = std::make_unique<rt::CudaPlanDevice>(ptx);
     return *loaded;
   }
 
-  CompiledAttention::DeviceCode code;
   rt::Plan forwardPlan, backwardPlan;
+  std::map<std::string, std::string> ptx;
   mutable std::mutex mutex;
   mutable std::unique_ptr<rt::CudaPlanDevice> loaded;
 };
 
 /// Lowers `module` with fwp-to-ptx and exports each entry point's plan.
-CompiledAttention::DeviceCode
-lowerToPlans(ModuleOp module, const KernelDesc &desc,
-             const std::string &dumpDirectory,
-             const DiagnosticCollector &diagnostics, const Failure &fail) {
+LoweredPlans lowerToPlans(ModuleOp module, const KernelDesc &desc,
+                          const std::string &dumpDirectory,
+                          const DiagnosticCollector &diagnostics,
+                          const Failure &fail) {
   if (failed(verify(module)))
     fail("building the module", diagnostics.text());
   PassManager pm(module->getContext(), ModuleOp::getOperationName(),
@@ -142,23 +152,23 @@ lowerToPlans(ModuleOp module, const KernelDesc &desc,
   if (failed(pm.run(module)))
     fail("the fwp-to-ptx pipeline", diagnostics.text());
 
-  CompiledAttention::DeviceCode code;
-  for (auto [entry, plan] : {std::pair{kForwardName, &code.forwardPlan},
-                             std::pair{kBackwardName, &code.backwardPlan}}) {
+  LoweredPlans plans;
+  for (auto [entry, plan] : {std::pair{kForwardName, &plans.forward},
+                             std::pair{kBackwardName, &plans.backward}}) {
     FailureOr<ExportedPlan> exported =
         exportLaunchPlan(module, entry, options.indexBitwidth);
     if (failed(exported))
       fail("exporting the launch plan", diagnostics.text());
-    *plan = exported->plan;
-    code.ptx.insert(exported->ptx.begin(), exported->ptx.end());
+    *plan = std::move(exported->plan);
+    plans.ptx.insert(exported->ptx.begin(), exported->ptx.end());
   }
   if (!dumpDirectory.empty()) {
-    writeDumpFile(dumpDirectory, "forward.fwp", code.forwardPlan);
-    writeDumpFile(dumpDirectory, "backward.fwp", code.backwardPlan);
-    for (const auto &[name, ptx] : code.ptx)
+    writeDumpFile(dumpDirectory, "forward.fwp", plans.forward.str());
+    writeDumpFile(dumpDirectory, "backward.fwp", plans.backward.str());
+    for (const auto &[name, ptx] : plans.ptx)
       writeDumpFile(dumpDirectory, name + ".ptx", ptx);
   }
-  return code;
+  return plans;
 }
 
 } // namespace

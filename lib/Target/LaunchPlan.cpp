@@ -3,7 +3,8 @@
 // Walks the host function once, in program order, giving every buffer and
 // every index value a plan name. Index arithmetic becomes `value` steps (one
 // per SSA value, so nothing is computed twice), buffers become `alloc` and
-// `view` steps, and each gpu.launch_func a `launch`.
+// `view` steps, and each gpu.launch_func a `launch`. The steps are built as
+// the runtime's structures (rt::Plan); nothing here writes plan text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,32 +17,58 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
 
 using namespace mlir;
 
 namespace fwp {
 namespace {
 
+using rt::PlanExpr;
+using rt::PlanLaunchArg;
+using rt::PlanOp;
+using rt::PlanStep;
+
+/// The plan operator an arith operation computes.
+PlanOp planOpOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *, PlanOp>(op)
+      .Case([](arith::AddIOp) { return PlanOp::Add; })
+      .Case([](arith::SubIOp) { return PlanOp::Sub; })
+      .Case([](arith::MulIOp) { return PlanOp::Mul; })
+      .Case([](arith::DivSIOp) { return PlanOp::DivS; })
+      .Case([](arith::DivUIOp) { return PlanOp::DivU; })
+      .Case([](arith::RemSIOp) { return PlanOp::RemS; })
+      .Case([](arith::RemUIOp) { return PlanOp::RemU; })
+      .Case([](arith::CeilDivSIOp) { return PlanOp::CeilDiv; })
+      .Case([](arith::FloorDivSIOp) { return PlanOp::FloorDiv; })
+      .Case([](arith::MinSIOp) { return PlanOp::MinS; })
+      .Case([](arith::MaxSIOp) { return PlanOp::MaxS; })
+      .Case([](arith::MinUIOp) { return PlanOp::MinU; })
+      .Case([](arith::MaxUIOp) { return PlanOp::MaxU; });
+}
+
+rt::DType dtypeOf(MemRefType type) {
+  return type.getElementType().isF32() ? rt::DType::F32 : rt::DType::F64;
+}
+
+LogicalResult checkBuffer(Operation *op, MemRefType type) {
+  if (!type.getLayout().isIdentity())
+    return op->emitError("launch plans take identity-layout buffers, got ")
+           << type;
+  if (!type.getElementType().isF32() && !type.getElementType().isF64())
+    return op->emitError("launch plans take f32 and f64 buffers, got ") << type;
+  return success();
+}
+
 class PlanWriter {
 public:
-  explicit PlanWriter(llvm::raw_string_ostream &os) : os(os) {}
+  explicit PlanWriter(rt::Plan &plan) : plan(plan) {}
 
   LogicalResult writeFunction(func::FuncOp func) {
-    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-      auto type = dyn_cast<MemRefType>(arg.getType());
-      if (!type || failed(checkBuffer(func, type)))
-        return func.emitError("launch plans take identity-layout f32/f64 "
-                              "memref arguments, got ")
-               << arg.getType();
-      std::string name = "arg" + std::to_string(i);
-      names[arg] = name;
-      os << "arg " << name << " " << dtype(type);
-      for (int64_t size : type.getShape())
-        os << " " << (ShapedType::isDynamic(size) ? "?" : std::to_string(size));
-      os << "\n";
-    }
+    for (auto [i, arg] : llvm::enumerate(func.getArguments()))
+      if (failed(writeArgument(func, arg, i)))
+        return failure();
     for (Operation &op : func.getBody().front())
       if (failed(writeOp(op)))
         return failure();
@@ -49,19 +76,43 @@ public:
   }
 
 private:
+  LogicalResult writeArgument(func::FuncOp func, BlockArgument arg,
+                              size_t index) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || failed(checkBuffer(func, type)))
+      return func.emitError("launch plans take identity-layout f32/f64 "
+                            "memref arguments, got ")
+             << arg.getType();
+    rt::PlanArg planArg;
+    planArg.name = fmt::format("arg{}", index);
+    planArg.dtype = dtypeOf(type);
+    for (int64_t size : type.getShape())
+      planArg.sizes.push_back(ShapedType::isDynamic(size)
+                                  ? std::nullopt
+                                  : std::optional<int64_t>(size));
+    buffers[arg] = planArg.name;
+    plan.args.push_back(std::move(planArg));
+    return success();
+  }
+
   LogicalResult writeOp(Operation &op) {
     return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
         .Case(
             [&](arith::ConstantOp constant) { return writeConstant(constant); })
         .Case([&](arith::IndexCastOp cast) {
-          names[cast.getResult()] = expr(cast.getIn());
+          integers[cast.getResult()] = expr(cast.getIn());
           return success();
         })
         .Case<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp,
               arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
               arith::CeilDivSIOp, arith::FloorDivSIOp, arith::MinSIOp,
               arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp>(
-            [&](Operation *binary) { return writeBinary(binary); })
+            [&](Operation *binary) {
+              return defineValue(binary->getResult(0),
+                                 PlanExpr::apply(planOpOf(binary),
+                                                 expr(binary->getOperand(0)),
+                                                 expr(binary->getOperand(1))));
+            })
         .Case([&](arith::CmpIOp cmp) {
           // Kept for the select that uses it (a min or a max).
           comparisons[cmp.getResult()] = cmp;
@@ -81,8 +132,8 @@ private:
         .Case<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
             [&](Operation *view) { return writeView(view); })
         .Case([&](memref::CopyOp copy) {
-          os << "copy " << names.lookup(copy.getSource()) << " "
-             << names.lookup(copy.getTarget()) << "\n";
+          plan.steps.push_back(PlanStep::copy(buffer(copy.getSource()),
+                                              buffer(copy.getTarget())));
           return success();
         })
         .Case([&](gpu::LaunchFuncOp launch) { return writeLaunch(launch); })
@@ -90,7 +141,7 @@ private:
         .Case([&](memref::DeallocOp) { return success(); })
         .Case([&](func::ReturnOp ret) {
           for (Value result : ret.getOperands())
-            os << "result " << names.lookup(result) << "\n";
+            plan.steps.push_back(PlanStep::result(buffer(result)));
           return success();
         })
         .Default([&](Operation *other) {
@@ -103,38 +154,15 @@ private:
   LogicalResult writeConstant(arith::ConstantOp constant) {
     Attribute value = constant.getValue();
     if (auto integer = dyn_cast<IntegerAttr>(value)) {
-      names[constant.getResult()] = std::to_string(integer.getInt());
+      integers[constant.getResult()] = PlanExpr::literal(integer.getInt());
       return success();
     }
     if (auto real = dyn_cast<FloatAttr>(value)) {
-      std::string text;
-      llvm::raw_string_ostream(text)
-          << llvm::format("%.17g", real.getValueAsDouble());
-      names[constant.getResult()] = text;
+      reals[constant.getResult()] = real.getValueAsDouble();
       return success();
     }
     return constant.emitError("launch plans take integer and float "
                               "constants only");
-  }
-
-  LogicalResult writeBinary(Operation *op) {
-    StringRef name = llvm::TypeSwitch<Operation *, StringRef>(op)
-                         .Case([](arith::AddIOp) { return "add"; })
-                         .Case([](arith::SubIOp) { return "sub"; })
-                         .Case([](arith::MulIOp) { return "mul"; })
-                         .Case([](arith::DivSIOp) { return "divs"; })
-                         .Case([](arith::DivUIOp) { return "divu"; })
-                         .Case([](arith::RemSIOp) { return "rems"; })
-                         .Case([](arith::RemUIOp) { return "remu"; })
-                         .Case([](arith::CeilDivSIOp) { return "ceildiv"; })
-                         .Case([](arith::FloorDivSIOp) { return "floordiv"; })
-                         .Case([](arith::MinSIOp) { return "mins"; })
-                         .Case([](arith::MaxSIOp) { return "maxs"; })
-                         .Case([](arith::MinUIOp) { return "minu"; })
-                         .Case([](arith::MaxUIOp) { return "maxu"; });
-    return defineValue(op->getResult(0), "(" + name.str() + " " +
-                                             expr(op->getOperand(0)) + " " +
-                                             expr(op->getOperand(1)) + ")");
   }
 
   /// select(cmpi(p, a, b), a, b) is a min or a max (affine.min and max
@@ -160,38 +188,41 @@ private:
       return select.emitError("launch plans support select only as a min "
                               "or a max of two index values");
     bool isMin = less == same;
-    std::string op =
-        std::string(isMin ? "min" : "max") + (isUnsigned ? "u" : "s");
-    return defineValue(select.getResult(), "(" + op + " " + expr(cmp.getLhs()) +
-                                               " " + expr(cmp.getRhs()) + ")");
+    PlanOp op = isMin ? (isUnsigned ? PlanOp::MinU : PlanOp::MinS)
+                      : (isUnsigned ? PlanOp::MaxU : PlanOp::MaxS);
+    return defineValue(
+        select.getResult(),
+        PlanExpr::apply(op, expr(cmp.getLhs()), expr(cmp.getRhs())));
   }
 
   /// An affine expression over `operands` (dims first, then symbols) in
   /// plan arithmetic. Divisors and moduli of affine maps are positive
   /// constants, so floordiv and ceildiv carry over and mod is a - (a
   /// floordiv b) * b.
-  std::string affineExpr(AffineExpr e, ValueRange operands, unsigned numDims) {
+  PlanExpr affineExpr(AffineExpr e, ValueRange operands, unsigned numDims) {
     if (auto c = dyn_cast<AffineConstantExpr>(e))
-      return std::to_string(c.getValue());
+      return PlanExpr::literal(c.getValue());
     if (auto d = dyn_cast<AffineDimExpr>(e))
       return expr(operands[d.getPosition()]);
     if (auto s = dyn_cast<AffineSymbolExpr>(e))
       return expr(operands[numDims + s.getPosition()]);
     auto binary = cast<AffineBinaryOpExpr>(e);
-    std::string lhs = affineExpr(binary.getLHS(), operands, numDims);
-    std::string rhs = affineExpr(binary.getRHS(), operands, numDims);
+    PlanExpr lhs = affineExpr(binary.getLHS(), operands, numDims);
+    PlanExpr rhs = affineExpr(binary.getRHS(), operands, numDims);
     switch (e.getKind()) {
     case AffineExprKind::Add:
-      return "(add " + lhs + " " + rhs + ")";
+      return PlanExpr::apply(PlanOp::Add, lhs, rhs);
     case AffineExprKind::Mul:
-      return "(mul " + lhs + " " + rhs + ")";
+      return PlanExpr::apply(PlanOp::Mul, lhs, rhs);
     case AffineExprKind::FloorDiv:
-      return "(floordiv " + lhs + " " + rhs + ")";
+      return PlanExpr::apply(PlanOp::FloorDiv, lhs, rhs);
     case AffineExprKind::CeilDiv:
-      return "(ceildiv " + lhs + " " + rhs + ")";
-    case AffineExprKind::Mod:
-      return "(sub " + lhs + " (mul (floordiv " + lhs + " " + rhs + ") " + rhs +
-             "))";
+      return PlanExpr::apply(PlanOp::CeilDiv, lhs, rhs);
+    case AffineExprKind::Mod: {
+      PlanExpr quotient = PlanExpr::apply(PlanOp::FloorDiv, lhs, rhs);
+      return PlanExpr::apply(PlanOp::Sub, lhs,
+                             PlanExpr::apply(PlanOp::Mul, quotient, rhs));
+    }
     default:
       llvm_unreachable("not a binary affine expression");
     }
@@ -202,23 +233,22 @@ private:
     AffineMap map = isMin ? cast<affine::AffineMinOp>(op).getAffineMap()
                           : cast<affine::AffineMaxOp>(op).getAffineMap();
     ValueRange operands = op->getOperands();
-    std::string result;
+    std::optional<PlanExpr> result;
     for (AffineExpr e : map.getResults()) {
-      std::string term = affineExpr(e, operands, map.getNumDims());
-      result = result.empty() ? term
-                              : "(" + std::string(isMin ? "mins " : "maxs ") +
-                                    result + " " + term + ")";
+      PlanExpr term = affineExpr(e, operands, map.getNumDims());
+      result = result ? PlanExpr::apply(isMin ? PlanOp::MinS : PlanOp::MaxS,
+                                        *result, term)
+                      : term;
     }
-    return defineValue(op->getResult(0), result);
+    return defineValue(op->getResult(0), *result);
   }
 
   LogicalResult writeDim(memref::DimOp dim) {
     std::optional<int64_t> index = dim.getConstantIndex();
     if (!index)
       return dim.emitError("launch plans need constant dimension indices");
-    return defineValue(dim.getResult(), "dim(" + names.lookup(dim.getSource()) +
-                                            ", " + std::to_string(*index) +
-                                            ")");
+    return defineValue(dim.getResult(),
+                       PlanExpr::dim(buffer(dim.getSource()), *index));
   }
 
   LogicalResult writeAlloc(memref::AllocOp alloc) {
@@ -226,9 +256,9 @@ private:
     if (failed(checkBuffer(alloc, type)))
       return failure();
     std::string name = freshName("b");
-    os << "alloc " << name << " " << dtype(type)
-       << sizes(type, alloc.getDynamicSizes()) << "\n";
-    names[alloc.getResult()] = name;
+    plan.steps.push_back(PlanStep::alloc(name, dtypeOf(type),
+                                         sizes(type, alloc.getDynamicSizes())));
+    buffers[alloc.getResult()] = name;
     return success();
   }
 
@@ -239,129 +269,123 @@ private:
     auto type = cast<MemRefType>(op->getResult(0).getType());
     if (failed(checkBuffer(op, type)))
       return failure();
-    std::string source = names.lookup(op->getOperand(0));
-    SmallVector<std::string> viewSizes;
-    for (auto [i, size] : llvm::enumerate(type.getShape())) {
-      if (!ShapedType::isDynamic(size)) {
-        viewSizes.push_back(std::to_string(size));
-        continue;
-      }
-      FailureOr<std::string> dynamic = dynamicViewSize(op, i, source);
-      if (failed(dynamic))
-        return failure();
-      viewSizes.push_back(*dynamic);
-    }
+    std::string source = buffer(op->getOperand(0));
+    std::vector<PlanExpr> viewSizes;
+    for (auto [i, size] : llvm::enumerate(type.getShape()))
+      viewSizes.push_back(ShapedType::isDynamic(size)
+                              ? dynamicViewSize(op, i, source)
+                              : PlanExpr::literal(size));
     std::string name = freshName("b");
-    os << "view " << name << " " << source;
-    for (const std::string &size : viewSizes)
-      os << " " << size;
-    os << "\n";
-    names[op->getResult(0)] = name;
+    plan.steps.push_back(
+        PlanStep::view(name, source, dtypeOf(type), std::move(viewSizes)));
+    buffers[op->getResult(0)] = name;
     return success();
   }
 
-  FailureOr<std::string> dynamicViewSize(Operation *op, size_t i,
-                                         StringRef source) {
+  PlanExpr dynamicViewSize(Operation *op, size_t i, const std::string &source) {
     if (auto expand = dyn_cast<memref::ExpandShapeOp>(op)) {
       OpFoldResult size = expand.getMixedOutputShape()[i];
       if (auto value = dyn_cast<Value>(size))
         return expr(value);
-      return std::to_string(*getConstantIntValue(size));
+      return PlanExpr::literal(*getConstantIntValue(size));
     }
     if (isa<memref::CastOp>(op))
-      return "dim(" + source.str() + ", " + std::to_string(i) + ")";
-    auto collapse = cast<memref::CollapseShapeOp>(op);
-    std::string product = "1";
-    for (int64_t dim : collapse.getReassociationIndices()[i])
-      product = "(mul " + product + " dim(" + source.str() + ", " +
-                std::to_string(dim) + "))";
+      return PlanExpr::dim(source, i);
+    // getReassociationIndices() returns a new vector: keep it alive while
+    // iterating over one of its groups.
+    SmallVector<ReassociationIndices, 4> groups =
+        cast<memref::CollapseShapeOp>(op).getReassociationIndices();
+    PlanExpr product = PlanExpr::literal(1);
+    for (int64_t dim : groups[i])
+      product = PlanExpr::apply(PlanOp::Mul, std::move(product),
+                                PlanExpr::dim(source, dim));
     return product;
   }
 
   LogicalResult writeLaunch(gpu::LaunchFuncOp launch) {
     if (launch.getClusterSizeX())
       return launch.emitError("launch plans do not support clusters");
-    os << "launch " << launch.getKernelModuleName().getValue() << " "
-       << launch.getKernelName().getValue();
-    for (Value size : {launch.getGridSizeX(), launch.getGridSizeY(),
-                       launch.getGridSizeZ(), launch.getBlockSizeX(),
-                       launch.getBlockSizeY(), launch.getBlockSizeZ()})
-      os << " " << expr(size);
+    PlanStep step;
+    step.kind = PlanStep::Kind::Launch;
+    step.module = launch.getKernelModuleName().getValue().str();
+    step.kernel = launch.getKernelName().getValue().str();
+    step.grid = {expr(launch.getGridSizeX()), expr(launch.getGridSizeY()),
+                 expr(launch.getGridSizeZ())};
+    step.block = {expr(launch.getBlockSizeX()), expr(launch.getBlockSizeY()),
+                  expr(launch.getBlockSizeZ())};
     Value shared = launch.getDynamicSharedMemorySize();
-    os << " " << (shared ? expr(shared) : "0");
+    step.shared = shared ? expr(shared) : PlanExpr::literal(0);
     for (Value operand : launch.getKernelOperands()) {
-      FailureOr<std::string> arg = kernelArgument(launch, operand);
+      FailureOr<PlanLaunchArg> arg = kernelArgument(launch, operand);
       if (failed(arg))
         return failure();
-      os << " " << *arg;
+      step.args.push_back(std::move(*arg));
     }
-    os << "\n";
+    plan.steps.push_back(std::move(step));
     return success();
   }
 
-  FailureOr<std::string> kernelArgument(gpu::LaunchFuncOp launch,
-                                        Value operand) {
+  FailureOr<PlanLaunchArg> kernelArgument(gpu::LaunchFuncOp launch,
+                                          Value operand) {
+    using Kind = PlanLaunchArg::Kind;
     Type type = operand.getType();
     if (auto memref = dyn_cast<MemRefType>(type)) {
       if (failed(checkBuffer(launch, memref)))
         return failure();
-      return "memref " + names.lookup(operand);
+      return PlanLaunchArg::memref(buffer(operand));
     }
     if (type.isIndex())
-      return "index " + expr(operand);
+      return PlanLaunchArg::integer(Kind::Index, expr(operand));
     if (type.isInteger(32) || type.isInteger(64))
-      return (type.isInteger(32) ? "i32 " : "i64 ") + expr(operand);
-    if (type.isF32() || type.isF64())
-      if (operand.getDefiningOp<arith::ConstantOp>())
-        return (type.isF32() ? "f32 " : "f64 ") + expr(operand);
+      return PlanLaunchArg::integer(type.isInteger(32) ? Kind::I32 : Kind::I64,
+                                    expr(operand));
+    auto real = reals.find(operand);
+    if ((type.isF32() || type.isF64()) && real != reals.end())
+      return PlanLaunchArg::floating(type.isF32() ? Kind::F32 : Kind::F64,
+                                     real->second);
     return launch.emitError("launch plans cannot pass kernel argument of "
                             "type ")
            << type;
   }
 
-  LogicalResult defineValue(Value value, const std::string &expression) {
+  LogicalResult defineValue(Value value, PlanExpr expression) {
     std::string name = freshName("v");
-    os << "value " << name << " " << expression << "\n";
-    names[value] = name;
+    plan.steps.push_back(PlanStep::value(name, std::move(expression)));
+    integers[value] = PlanExpr::value(name);
     return success();
   }
 
-  /// The plan name, or literal, of an index value.
-  std::string expr(Value value) {
-    std::string name = names.lookup(value);
-    assert(!name.empty() && "value used before the plan defined it");
-    return name;
+  /// The plan expression (a value's name, or a literal) of an index value.
+  PlanExpr expr(Value value) const {
+    auto it = integers.find(value);
+    assert(it != integers.end() && "value used before the plan defined it");
+    return it->second;
   }
 
-  std::string sizes(MemRefType type, ValueRange dynamicSizes) {
-    std::string text;
+  /// The plan name of a buffer.
+  std::string buffer(Value value) const {
+    auto it = buffers.find(value);
+    assert(it != buffers.end() && "buffer used before the plan defined it");
+    return it->second;
+  }
+
+  std::vector<PlanExpr> sizes(MemRefType type, ValueRange dynamicSizes) {
+    std::vector<PlanExpr> result;
     unsigned next = 0;
     for (int64_t size : type.getShape())
-      text += " " + (ShapedType::isDynamic(size) ? expr(dynamicSizes[next++])
-                                                 : std::to_string(size));
-    return text;
+      result.push_back(ShapedType::isDynamic(size) ? expr(dynamicSizes[next++])
+                                                   : PlanExpr::literal(size));
+    return result;
   }
 
-  static LogicalResult checkBuffer(Operation *op, MemRefType type) {
-    if (!type.getLayout().isIdentity())
-      return op->emitError("launch plans take identity-layout buffers, got ")
-             << type;
-    if (!type.getElementType().isF32() && !type.getElementType().isF64())
-      return op->emitError("launch plans take f32 and f64 buffers, got ")
-             << type;
-    return success();
+  std::string freshName(const char *prefix) {
+    return fmt::format("{}{}", prefix, counter++);
   }
 
-  static StringRef dtype(MemRefType type) {
-    return type.getElementType().isF32() ? "f32" : "f64";
-  }
-
-  std::string freshName(StringRef prefix) {
-    return prefix.str() + std::to_string(counter++);
-  }
-
-  llvm::raw_string_ostream &os;
-  llvm::DenseMap<Value, std::string> names;
+  rt::Plan &plan;
+  llvm::DenseMap<Value, std::string> buffers;
+  llvm::DenseMap<Value, PlanExpr> integers; // index and integer values
+  llvm::DenseMap<Value, double> reals;      // float constants
   llvm::DenseMap<Value, arith::CmpIOp> comparisons;
   unsigned counter = 0;
 };
@@ -374,8 +398,9 @@ FailureOr<ExportedPlan> exportLaunchPlan(ModuleOp module, StringRef function,
   if (!func)
     return module.emitError("no host function @") << function;
   ExportedPlan exported;
-  llvm::raw_string_ostream os(exported.plan);
-  os << "fwp-plan 1\nindex-bits " << indexBits << "\n";
+  rt::Plan &plan = exported.plan;
+  plan.sourceName = function.str();
+  plan.indexBits = indexBits;
   for (auto binary : module.getOps<gpu::BinaryOp>()) {
     for (Attribute object : binary.getObjects()) {
       auto gpuObject = cast<gpu::ObjectAttr>(object);
@@ -384,10 +409,11 @@ FailureOr<ExportedPlan> exportLaunchPlan(ModuleOp module, StringRef function,
       exported.ptx[binary.getName().str()] =
           gpuObject.getObject().getValue().str();
     }
-    os << "module " << binary.getName() << "\n";
+    plan.modules.push_back(binary.getName().str());
   }
-  if (failed(PlanWriter(os).writeFunction(func)))
+  if (failed(PlanWriter(plan).writeFunction(func)))
     return failure();
+  plan.numberLines();
   return exported;
 }
 

@@ -10,19 +10,16 @@
 
 #include "fwp/Dialect/FwpDialect.h"
 #include "fwp/Pipelines/Pipelines.h"
+#include "fwp/Runtime/Plan.h"
 #include "fwp/Target/LaunchPlan.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -38,19 +35,6 @@ static cl::opt<std::string> function("function", cl::Required,
 static cl::opt<std::string> pipelineOptions(
     "options", cl::init(""),
     cl::desc("fwp-to-ptx options, e.g. \"chip=sm_90 chunk-size=32\""));
-
-/// Writes `text` to `path`; false (and a message) on failure.
-static bool writeFile(StringRef path, StringRef text) {
-  std::string error;
-  auto file = openOutputFile(path, &error);
-  if (!file) {
-    llvm::errs() << "fwp-compile: " << error << "\n";
-    return false;
-  }
-  file->os() << text;
-  file->keep();
-  return true;
-}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -81,23 +65,14 @@ int main(int argc, char **argv) {
     return 1;
 
   if (outputDir == "-") {
-    llvm::outs() << plan->plan;
+    llvm::outs() << plan->plan.str();
     return 0;
   }
-  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
-    llvm::errs() << "fwp-compile: cannot create " << outputDir << ": "
-                 << ec.message() << "\n";
+  try {
+    fwp::rt::writePlanDirectory(outputDir, plan->plan, plan->ptx);
+  } catch (const fwp::rt::Error &e) {
+    llvm::errs() << "fwp-compile: " << e.what() << "\n";
     return 1;
-  }
-  llvm::SmallString<256> path(outputDir);
-  llvm::sys::path::append(path, "plan.fwp");
-  if (!writeFile(path, plan->plan))
-    return 1;
-  for (const auto &[name, ptx] : plan->ptx) {
-    llvm::SmallString<256> ptxPath(outputDir);
-    llvm::sys::path::append(ptxPath, name + ".ptx");
-    if (!writeFile(ptxPath, ptx))
-      return 1;
   }
   return 0;
 }
