@@ -32,7 +32,8 @@ struct OperandTypes {
 
 } // namespace
 
-void buildAttentionModule(ModuleOp module, const KernelDesc &desc) {
+void buildAttentionModule(ModuleOp module, const KernelDesc &desc,
+                          EntryPoint entry) {
   OpBuilder b(module.getContext());
   Location loc = NameLoc::get(b.getStringAttr("fwp-jit " + desc.str()));
   b.setInsertionPointToEnd(module.getBody());
@@ -40,12 +41,15 @@ void buildAttentionModule(ModuleOp module, const KernelDesc &desc) {
   fwp::Rule rule = desc.rule == Rule::Delta ? fwp::Rule::Delta : fwp::Rule::Sum;
   llvm::APFloat eps(desc.eps);
 
-  buildEntryFunction(b, loc, kForwardName, types.inputs(), {types.x},
-                     [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
-                       return {fwp::AttentionOp::create(
-                           b, loc, types.x, a[0], a[1], a[2], a[3], a[4], a[5],
-                           a[6], desc.heads, desc.nu, eps, rule)};
-                     });
+  if (entry == EntryPoint::Forward) {
+    buildEntryFunction(b, loc, kForwardName, types.inputs(), {types.x},
+                       [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
+                         return {fwp::AttentionOp::create(
+                             b, loc, types.x, a[0], a[1], a[2], a[3], a[4],
+                             a[5], a[6], desc.heads, desc.nu, eps, rule)};
+                       });
+    return;
+  }
 
   SmallVector<Type> gradInputs = types.inputs();
   gradInputs.push_back(types.x);                  // dy

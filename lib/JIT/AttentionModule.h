@@ -23,8 +23,9 @@ namespace fwp::jit {
 constexpr const char *kForwardName = "fwp_attention";
 constexpr const char *kBackwardName = "fwp_attention_grad";
 
-/// Adds both entry functions for `desc` to `module`.
-void buildAttentionModule(mlir::ModuleOp module, const KernelDesc &desc);
+/// Adds the entry function of `entry` for `desc` to `module`.
+void buildAttentionModule(mlir::ModuleOp module, const KernelDesc &desc,
+                          EntryPoint entry);
 
 } // namespace fwp::jit
 

@@ -2,6 +2,7 @@
 
 #include "CpuCompiler.h"
 #include "CompileSupport.h"
+#include "Kernel.h"
 #include "IRDump.h"
 
 #include "fwp/Dialect/FwpDialect.h"
@@ -14,11 +15,25 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 
@@ -51,10 +66,17 @@ void lower(ModuleOp module, int64_t chunkSize, const std::string &dumpDirectory,
     fail("the fwp-to-cpu pipeline", diagnostics.text());
 }
 
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine(const Failure &fail) {
+/// The host's target machine; position-independent code when it is for a
+/// shared object.
+std::unique_ptr<llvm::TargetMachine>
+hostTargetMachine(const Failure &fail, bool positionIndependent = false,
+                  llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default) {
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     fail("detecting the host", llvm::toString(builder.takeError()));
+  if (positionIndependent)
+    builder->setRelocationModel(llvm::Reloc::PIC_);
+  builder->setCodeGenOptLevel(level);
   auto tm = builder->createTargetMachine();
   if (!tm)
     fail("detecting the host", llvm::toString(tm.takeError()));
@@ -78,7 +100,142 @@ std::unique_ptr<ExecutionEngine> createEngine(ModuleOp module,
   return std::move(*engine);
 }
 
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+llvm::CodeGenOptLevel codeGenLevel(int optLevel) {
+  switch (optLevel) {
+  case 0:
+    return llvm::CodeGenOptLevel::None;
+  case 1:
+    return llvm::CodeGenOptLevel::Less;
+  case 2:
+    return llvm::CodeGenOptLevel::Default;
+  default:
+    return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+/// `module` as host object code.
+llvm::SmallVector<char, 0> emitObject(llvm::Module &module,
+                                      llvm::TargetMachine &tm,
+                                      const Failure &fail) {
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
+    fail("generating code", "the host target cannot emit object files");
+  codegen.run(module);
+  return object;
+}
+
+/// The C compiler driver that links objects: $CC if set, else cc.
+std::string linkerDriver(const Failure &fail) {
+  const char *fromEnvironment = std::getenv("CC");
+  std::string name = fromEnvironment && *fromEnvironment ? fromEnvironment
+                                                          : "cc";
+  auto path = llvm::sys::findProgramByName(name);
+  if (!path)
+    fail("linking", fmt::format("no C compiler driver '{}' on the PATH to "
+                                "link the kernel's shared object (install "
+                                "gcc, or set CC)",
+                                name));
+  return *path;
+}
+
+/// Links `objectPath` into the shared object `libraryPath`.
+void linkSharedObject(const std::string &objectPath,
+                      const std::string &libraryPath, const Failure &fail) {
+  std::string driver = linkerDriver(fail);
+  std::string log = libraryPath + ".log";
+  llvm::SmallVector<llvm::StringRef> args = {
+      driver, "-shared", "-o", libraryPath, objectPath, "-lm"};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(driver, args, std::nullopt,
+                                         redirects, 0, 0, &error);
+  std::string output;
+  if (auto text = llvm::MemoryBuffer::getFile(log))
+    output = (*text)->getBuffer().str();
+  llvm::sys::fs::remove(log);
+  if (status != 0)
+    fail("linking", fmt::format("{} -shared failed ({}): {}{}", driver, status,
+                                error, output));
+}
+
 } // namespace
+
+const std::string &hostTargetDescription() {
+  static const std::string description = [] {
+    // Sorted: the feature map's own order is a hash order.
+    std::vector<std::string> enabled;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      if (feature.second)
+        enabled.push_back("+" + feature.first().str());
+    std::sort(enabled.begin(), enabled.end());
+    return fmt::format("{} {} {}", llvm::sys::getProcessTriple(),
+                       llvm::sys::getHostCPUName().str(),
+                       llvm::join(enabled, ","));
+  }();
+  return description;
+}
+
+std::vector<std::pair<std::string, double>>
+compileCpuLibrary(const std::string &what, int64_t chunkSize,
+                  function_ref<void(ModuleOp)> build,
+                  const std::string &outputDir, int optLevel,
+                  const std::string &dumpDirectory) {
+  initializeLlvmOnce();
+  Failure fail(what);
+  std::vector<std::pair<std::string, double>> stages;
+  Clock::time_point start = Clock::now();
+  CompileContext compile;
+  OwningOpRef<ModuleOp> module = compile.createModule();
+  build(*module);
+  lower(*module, chunkSize, dumpDirectory, compile.diagnostics(), fail);
+  stages.emplace_back("passes", secondsSince(start));
+
+  start = Clock::now();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, "fwp-kernel");
+  if (!llvmModule)
+    fail("translating to LLVM IR", compile.diagnostics().text());
+  std::unique_ptr<llvm::TargetMachine> tm =
+      hostTargetMachine(fail, /*positionIndependent=*/true,
+                        codeGenLevel(optLevel));
+  llvmModule->setDataLayout(tm->createDataLayout());
+  llvmModule->setTargetTriple(tm->getTargetTriple());
+  // The optimiser gets the host's target machine so that its cost models
+  // (vectorisation above all) know the host's vector units.
+  auto optimize = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
+                                            tm.get());
+  if (llvm::Error error = optimize(llvmModule.get()))
+    fail("optimising LLVM IR", llvm::toString(std::move(error)));
+  stages.emplace_back("llvm-opt", secondsSince(start));
+
+  start = Clock::now();
+  llvm::SmallVector<char, 0> object = emitObject(*llvmModule, *tm, fail);
+  std::string objectPath = outputDir + "/kernel.o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(objectPath, ec);
+    if (ec)
+      fail("writing the object", objectPath + ": " + ec.message());
+    out.write(object.data(), object.size());
+  }
+  stages.emplace_back("codegen", secondsSince(start));
+
+  start = Clock::now();
+  linkSharedObject(objectPath, outputDir + "/kernel.so", fail);
+  llvm::sys::fs::remove(objectPath);
+  stages.emplace_back("link", secondsSince(start));
+  return stages;
+}
 
 void buildEntryFunction(
     OpBuilder &b, Location loc, StringRef name, ArrayRef<Type> inputs,

@@ -62,6 +62,19 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
                            llvm::ArrayRef<std::string> functions,
                            const std::string &dumpDirectory = "");
 
+/// Builds a module with `build` as compileCpuModule does, lowers it with
+/// fwp-to-cpu, optimises it at LLVM level `optLevel` (0-3) for the host CPU
+/// and writes a shared object `<outputDir>/kernel.so` exporting the
+/// C-interface entry points (_mlir_ciface_<name>) of the module's functions.
+/// The object is linked by the system's C compiler driver (`cc`, or $CC).
+/// Returns the seconds spent per stage ("passes", "llvm-opt", "codegen",
+/// "link"). Throws std::runtime_error as compileCpuModule does.
+std::vector<std::pair<std::string, double>>
+compileCpuLibrary(const std::string &what, int64_t chunkSize,
+                  llvm::function_ref<void(mlir::ModuleOp)> build,
+                  const std::string &outputDir, int optLevel,
+                  const std::string &dumpDirectory = "");
+
 /// A memref descriptor over a caller's row-major buffer of `sizes`. The
 /// const_cast is safe for inputs: buildEntryFunction marks them
 /// non-writable, so the kernel only reads them.

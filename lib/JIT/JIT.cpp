@@ -1,6 +1,19 @@
-//===- JIT.cpp - compile(), its cache, and CompiledAttention --------------===//
+//===- JIT.cpp - compile(), its caches, and CompiledAttention -------------===//
+//
+// Two caches: kernels by description in this process (compile()), and each
+// kernel's entry points on disk across processes (DiskCache.h). An entry
+// point is prepared on its first use: found on disk and loaded through the
+// runtime, or compiled into the disk cache first.
+//
+//===----------------------------------------------------------------------===//
 
+#include "DiskCache.h"
 #include "Kernel.h"
+
+#include "fwp/Runtime/AttentionEntry.h"
+#include "fwp/Runtime/Plan.h"
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -34,14 +47,6 @@ Cache &cache() {
   return *instance;
 }
 
-/// a * b * c, or -1 if it overflows.
-int64_t elementCount(int64_t a, int64_t b, int64_t c) {
-  int64_t n;
-  if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n))
-    return -1;
-  return n;
-}
-
 /// Checks the sizes of a call named `call` ("forward" or "backward").
 void checkSizes(const char *call, const KernelDesc &desc, int64_t seqLen,
                 int64_t batch) {
@@ -50,8 +55,9 @@ void checkSizes(const char *call, const KernelDesc &desc, int64_t seqLen,
         std::string(call) + ": seqLen and batch must be >= 0, got seqLen = " +
         std::to_string(seqLen) + ", batch = " + std::to_string(batch));
   // The byte size must fit too: at most 8 bytes per element.
-  int64_t elements = elementCount(seqLen, batch, desc.dModel());
-  if (elements < 0 || elements > INT64_MAX / 8)
+  std::optional<int64_t> elements =
+      rt::elementCount({seqLen, batch, desc.dModel()});
+  if (!elements || *elements > INT64_MAX / 8)
     throw std::invalid_argument(
         std::string(call) + ": seqLen * batch * dModel = " +
         std::to_string(seqLen) + " * " + std::to_string(batch) + " * " +
@@ -76,6 +82,14 @@ void checkDType(const char *call, const KernelDesc &desc, DType given) {
         (desc.dtype == DType::F32 ? "float (f32)" : "double (f64)"));
 }
 
+/// The PTX modules and launch plan of a CUDA entry point's directory.
+void readDeviceCode(const std::string &dir, std::string &plan,
+                    std::map<std::string, std::string> &ptx) {
+  plan = rt::readTextFile(dir + "/plan.fwp");
+  for (const std::string &module : rt::Plan::parse(plan, dir).modules)
+    ptx[module] = rt::readTextFile(fmt::format("{}/{}.ptx", dir, module));
+}
+
 /// Refusals that need no compilation; they are never cached.
 void checkCompilable(const KernelDesc &desc) { desc.validate(); }
 
@@ -85,6 +99,78 @@ void checkCompilable(const KernelDesc &desc) { desc.validate(); }
 // CompiledAttention
 //===----------------------------------------------------------------------===//
 
+struct CompiledAttention::Impl {
+  Impl(const KernelDesc &desc, const CompileOptions &options)
+      : desc(desc), options(options) {}
+
+  /// One entry point, prepared once.
+  struct Slot {
+    std::mutex mutex;
+    std::unique_ptr<const rt::AttentionEntry> entry;
+    bool fromDiskCache = false;
+    std::string plan;                       // CUDA: the launch plan's text
+    std::map<std::string, std::string> ptx; // CUDA: module -> PTX
+  };
+
+  Slot &slot(EntryPoint entry) const {
+    return slots[entry == EntryPoint::Forward ? 0 : 1];
+  }
+
+  /// The entry point, compiled or loaded on the first call.
+  const rt::AttentionEntry &prepare(EntryPoint entry) const {
+    Slot &s = slot(entry);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.entry)
+      load(entry, s);
+    return *s.entry;
+  }
+
+  void load(EntryPoint entry, Slot &s) const {
+    auto start = std::chrono::steady_clock::now();
+    std::string key = cacheKey(desc, entry, options);
+    CompileOptions entryOptions = options;
+    if (!options.dumpDirectory.empty())
+      entryOptions.dumpDirectory += std::string("/") + rt::entryPointName(entry);
+    auto compileInto = [&](const std::string &dir) {
+      if (desc.backend == Backend::Cpu)
+        compileCpuEntry(desc, entry, key, dir, entryOptions);
+      else
+        compileCudaEntry(desc, entry, key, dir, entryOptions);
+    };
+    std::unique_ptr<const rt::AttentionEntry> loaded;
+    auto loadFrom = [&](const std::string &dir) {
+      loaded = rt::AttentionEntry::load(dir);
+      if (desc.backend == Backend::Cuda)
+        readDeviceCode(dir, s.plan, s.ptx);
+    };
+    CachedEntry where =
+        findOrCompile(cacheDirectory(), key, compileInto, loadFrom);
+    if (where.temporary)
+      removeTree(where.dir);
+    s.entry = std::move(loaded);
+    s.fromDiskCache = where.hit;
+    std::lock_guard<std::mutex> lock(secondsMutex);
+    compileSeconds += std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+  }
+
+  /// Empty when the disk cache is off, or when dumping IR (which needs a
+  /// compilation).
+  std::string cacheDirectory() const {
+    if (!options.useDiskCache || !options.dumpDirectory.empty())
+      return "";
+    return options.cacheDirectory.empty() ? cacheDirectoryFromEnvironment()
+                                          : options.cacheDirectory;
+  }
+
+  KernelDesc desc;
+  CompileOptions options;
+  mutable Slot slots[2];
+  mutable std::mutex secondsMutex;
+  mutable double compileSeconds = 0;
+};
+
 CompiledAttention::CompiledAttention(std::unique_ptr<Impl> impl)
     : impl(std::move(impl)) {}
 
@@ -92,11 +178,33 @@ CompiledAttention::~CompiledAttention() = default;
 
 const KernelDesc &CompiledAttention::desc() const { return impl->desc; }
 
+void CompiledAttention::prepare(EntryPoint entry) const {
+  impl->prepare(entry);
+}
+
+bool CompiledAttention::loadedFromDiskCache(EntryPoint entry) const {
+  Impl::Slot &s = impl->slot(entry);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.entry && s.fromDiskCache;
+}
+
 CompiledAttention::DeviceCode CompiledAttention::deviceCode() const {
-  return impl->deviceCode();
+  if (impl->desc.backend != Backend::Cuda)
+    return {};
+  DeviceCode code;
+  for (EntryPoint entry : {EntryPoint::Forward, EntryPoint::Backward}) {
+    impl->prepare(entry);
+    Impl::Slot &s = impl->slot(entry);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    (entry == EntryPoint::Forward ? code.forwardPlan : code.backwardPlan) =
+        s.plan;
+    code.ptx.insert(s.ptx.begin(), s.ptx.end());
+  }
+  return code;
 }
 
 double CompiledAttention::compileSeconds() const {
+  std::lock_guard<std::mutex> lock(impl->secondsMutex);
   return impl->compileSeconds;
 }
 
@@ -116,7 +224,8 @@ void CompiledAttention::forward(int64_t seqLen, int64_t batch, const void *x,
                            {"wO", wO},
                            {"bO", bO},
                            {"y", y}});
-  impl->forward({seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO, y});
+  impl->prepare(EntryPoint::Forward)
+      .run(seqLen, batch, {x, wQ, wK, wV, wBeta, wO, bO}, {y});
 }
 
 void CompiledAttention::forward(int64_t seqLen, int64_t batch, const float *x,
@@ -156,7 +265,7 @@ void CompiledAttention::backward(int64_t seqLen, int64_t batch, const void *x,
                             {"dbO", dbO}});
   if (seqLen == 0 || batch == 0) {
     // Sums over no step: zeros, without reading anything.
-    size_t element = desc.dtype == DType::F32 ? sizeof(float) : sizeof(double);
+    size_t element = rt::dtypeBytes(desc.dtype);
     size_t dm = desc.dModel(), heads = desc.heads;
     size_t square = dm * dm * element;
     std::memset(dwQ, 0, square);
@@ -176,8 +285,9 @@ void CompiledAttention::backward(int64_t seqLen, int64_t batch, const void *x,
                             {"bO", bO},
                             {"dy", dy},
                             {"dx", dx}});
-  impl->backward({seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO, dy, dx, dwQ, dwK,
-                  dwV, dwBeta, dwO, dbO});
+  impl->prepare(EntryPoint::Backward)
+      .run(seqLen, batch, {x, wQ, wK, wV, wBeta, wO, bO, dy},
+           {dx, dwQ, dwK, dwV, dwBeta, dwO, dbO});
 }
 
 void CompiledAttention::backward(int64_t seqLen, int64_t batch, const float *x,
@@ -212,15 +322,9 @@ std::shared_ptr<const CompiledAttention>
 compileUncached(const KernelDesc &desc, const CompileOptions &options) {
   checkCompilable(desc);
   ++compilations;
-  auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<CompiledAttention::Impl> impl =
-      desc.backend == Backend::Cuda ? compileCuda(desc, options)
-                                    : compileCpu(desc, options);
-  impl->compileSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
   // The constructor is private: make_shared cannot reach it.
-  return KernelPtr(new CompiledAttention(std::move(impl)));
+  return KernelPtr(new CompiledAttention(
+      std::make_unique<CompiledAttention::Impl>(desc, options)));
 }
 
 std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc) {
@@ -255,5 +359,16 @@ std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc) {
 }
 
 std::size_t compileCount() { return compilations.load(); }
+
+std::string cacheKey(const KernelDesc &desc, EntryPoint entry,
+                     const CompileOptions &options) {
+  std::string target =
+      desc.backend == Backend::Cpu
+          ? fmt::format("{} O{}", hostTargetDescription(),
+                        cpuOptLevel(options))
+          : desc.targetChip();
+  return fmt::format("{} entry={} target={} compiler={}", desc.str(),
+                     rt::entryPointName(entry), target, compilerBuildId());
+}
 
 } // namespace fwp::jit

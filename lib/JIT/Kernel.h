@@ -1,7 +1,9 @@
-//===- Kernel.h - What a compiled kernel provides --------------*- C++ -*-===//
+//===- Kernel.h - Compiling one entry point into a directory ---*- C++ -*-===//
 //
-// CompiledAttention is a handle on an Impl; each backend derives its own
-// kernel from Impl. Internal to lib/JIT (FwpJIT), not installed.
+// What each backend provides to the JIT: compile one entry point of a
+// description into an empty directory, as the files and manifest the runtime
+// loads (fwp/Runtime/AttentionEntry.h). Internal to lib/JIT (FwpJIT), not
+// installed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,54 +12,42 @@
 
 #include "fwp/JIT/JIT.h"
 
-#include <map>
-#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fwp::jit {
 
-/// The buffers and sizes of one forward call, already checked by
-/// CompiledAttention::forward (sizes > 0, no overflow, no null pointer).
-struct ForwardArgs {
-  int64_t seqLen = 0, batch = 0;
-  const void *x = nullptr, *wQ = nullptr, *wK = nullptr, *wV = nullptr,
-             *wBeta = nullptr, *wO = nullptr, *bO = nullptr;
-  void *y = nullptr;
-};
+/// Seconds per stage of one compilation, in order ("passes", "codegen", ...).
+using StageTimes = std::vector<std::pair<std::string, double>>;
 
-/// The buffers and sizes of one backward call, already checked by
-/// CompiledAttention::backward (sizes > 0, no overflow, no null pointer).
-struct BackwardArgs {
-  int64_t seqLen = 0, batch = 0;
-  const void *x = nullptr, *wQ = nullptr, *wK = nullptr, *wV = nullptr,
-             *wBeta = nullptr, *wO = nullptr, *bO = nullptr, *dy = nullptr;
-  void *dx = nullptr, *dwQ = nullptr, *dwK = nullptr, *dwV = nullptr,
-       *dwBeta = nullptr, *dwO = nullptr, *dbO = nullptr;
-};
+/// The manifest of a compiled entry point of `desc` (files not yet listed).
+rt::ModuleInfo moduleInfo(const KernelDesc &desc, EntryPoint entry,
+                          const std::string &key);
 
-struct CompiledAttention::Impl {
-  explicit Impl(const KernelDesc &desc) : desc(desc) {}
-  virtual ~Impl() = default;
-  virtual void forward(const ForwardArgs &args) const = 0;
-  virtual void backward(const BackwardArgs &args) const = 0;
-  /// What the GPU runs; empty for the host.
-  virtual CompiledAttention::DeviceCode deviceCode() const { return {}; }
+/// Backend::Cpu: lowers the entry point with fwp-to-cpu and writes
+/// `<dir>/kernel.so` and its manifest. Throws std::runtime_error with the
+/// diagnostics on failure.
+StageTimes compileCpuEntry(const KernelDesc &desc, EntryPoint entry,
+                           const std::string &key, const std::string &dir,
+                           const CompileOptions &options);
 
-  KernelDesc desc;
-  double compileSeconds = 0;
-};
+/// Backend::Cuda: lowers the entry point with fwp-to-ptx and writes its
+/// launch plan `<dir>/plan.fwp`, the PTX of every kernel and the manifest.
+/// Needs no GPU.
+StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
+                            const std::string &key, const std::string &dir,
+                            const CompileOptions &options);
 
-/// Builds the module for a Backend::Cpu description (forward and backward),
-/// lowers it with fwp-to-cpu and JIT-compiles it. Throws std::runtime_error
-/// with the diagnostics on failure.
-std::unique_ptr<CompiledAttention::Impl>
-compileCpu(const KernelDesc &desc, const CompileOptions &options);
+/// The host CPU's name and features, as the code generator targets them
+/// (e.g. "x86_64-pc-linux-gnu znver3 +avx2,+fma,..."): part of a CPU
+/// kernel's cache key. Computed once per process.
+const std::string &hostTargetDescription();
 
-/// Builds the same module for a Backend::Cuda description, lowers it with
-/// fwp-to-ptx and exports a launch plan per entry point. Needs no GPU; the
-/// kernel loads its PTX on the first call.
-std::unique_ptr<CompiledAttention::Impl>
-compileCuda(const KernelDesc &desc, const CompileOptions &options);
+/// The optimisation level `options` asks for CPU code.
+inline int cpuOptLevel(const CompileOptions &options) {
+  return options.cpuOptLevel < 0 ? kDefaultCpuOptLevel : options.cpuOptLevel;
+}
 
 } // namespace fwp::jit
 

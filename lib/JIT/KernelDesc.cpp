@@ -1,6 +1,6 @@
 //===- KernelDesc.cpp - Checking and naming kernel descriptions -----------===//
 
-#include "fwp/JIT/JIT.h"
+#include "Kernel.h"
 
 #include <cmath>
 #include <cstdio>
@@ -25,14 +25,21 @@ const char *ruleName(Rule rule) {
   return nullptr;
 }
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  }
-  return nullptr;
+const char *knownDTypeName(DType dtype) {
+  if (dtype != DType::F32 && dtype != DType::F64)
+    return nullptr;
+  return rt::dtypeName(dtype);
+}
+
+/// "sm_NN" or "sm_NNa" (NN >= 50, as the PTX backend accepts).
+bool isCudaChip(const std::string &chip) {
+  if (chip.size() < 5 || chip.compare(0, 3, "sm_") != 0)
+    return false;
+  size_t end = chip.back() == 'a' ? chip.size() - 1 : chip.size();
+  for (size_t i = 3; i < end; ++i)
+    if (chip[i] < '0' || chip[i] > '9')
+      return false;
+  return end > 3 && std::stoi(chip.substr(3, end - 3)) >= 50;
 }
 
 const char *backendName(Backend backend) {
@@ -69,7 +76,7 @@ bool productFits(std::initializer_list<int64_t> factors) {
 
 void KernelDesc::validate() const {
   // Enums first: a value cast from an out-of-range integer has no name.
-  if (!ruleName(rule) || !dtypeName(dtype) || !backendName(backend))
+  if (!ruleName(rule) || !knownDTypeName(dtype) || !backendName(backend))
     invalid("rule, dtype or backend is not one of its enumerators");
   if (heads < 1)
     invalid("heads must be >= 1, got " + std::to_string(heads));
@@ -96,14 +103,39 @@ void KernelDesc::validate() const {
   if (chunkSize < 1 || chunkSize > kMaxChunkSize)
     invalid("chunkSize must be in [1, " + std::to_string(kMaxChunkSize) +
             "], got " + std::to_string(chunkSize));
+  if (backend == Backend::Cpu && !chip.empty())
+    invalid("chip must be empty for the cpu backend (it compiles for this "
+            "host), got '" + chip + "'");
+  if (backend == Backend::Cuda && !chip.empty() && !isCudaChip(chip))
+    invalid("chip must be sm_NN (e.g. sm_80, sm_90a), got '" + chip + "'");
+}
+
+std::string KernelDesc::targetChip() const {
+  if (!chip.empty())
+    return chip;
+  return backend == Backend::Cuda ? "sm_90" : "host";
+}
+
+rt::ModuleInfo moduleInfo(const KernelDesc &desc, EntryPoint entry,
+                          const std::string &key) {
+  rt::ModuleInfo info;
+  info.key = key;
+  info.backend = desc.backend == Backend::Cpu ? rt::ModuleBackend::Cpu
+                                              : rt::ModuleBackend::Cuda;
+  info.entry = entry;
+  info.dtype = desc.dtype;
+  info.heads = desc.heads;
+  info.dModel = desc.dModel();
+  return info;
 }
 
 std::string KernelDesc::str() const {
   auto name = [](const char *n) { return n ? std::string(n) : "?"; };
-  return name(backendName(backend)) + " " + name(dtypeName(dtype)) + " " +
+  return name(backendName(backend)) + " " + name(knownDTypeName(dtype)) + " " +
          name(ruleName(rule)) + " heads=" + std::to_string(heads) +
          " d_head=" + std::to_string(dHead) + " nu=" + std::to_string(nu) +
-         " eps=" + roundTrip(eps) + " chunk=" + std::to_string(chunkSize);
+         " eps=" + roundTrip(eps) + " chunk=" + std::to_string(chunkSize) +
+         (chip.empty() ? "" : " chip=" + chip);
 }
 
 } // namespace fwp::jit

@@ -21,6 +21,13 @@
 // The initial fast-weight state is zero, and the backward has no gradient of
 // the final state. Inputs are never written.
 //
+// Compiled code is kept on disk between processes (docs/compiled-modules.md):
+// each entry point (forward, backward) is compiled on its first use, into the
+// disk cache ($FWP_CACHE_DIR, else $XDG_CACHE_HOME/fwp, else ~/.cache/fwp;
+// FWP_CACHE=off turns it off), and loaded from there through the runtime
+// (fwp/Runtime/AttentionEntry.h), which needs neither MLIR nor LLVM. A later
+// process finds it there and compiles nothing.
+//
 // This header needs neither MLIR nor LLVM headers: the compiler lives behind
 // CompiledAttention's private implementation, so callers (fwp-run, bindings)
 // only link FwpJIT.
@@ -29,6 +36,9 @@
 
 #ifndef FWP_JIT_JIT_H
 #define FWP_JIT_JIT_H
+
+#include "fwp/Runtime/ElementType.h"
+#include "fwp/Runtime/ModuleInfo.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -43,8 +53,12 @@ namespace fwp::jit {
 /// would pull MLIR headers into every caller).
 enum class Rule { Delta, Sum };
 
-/// Element type of every buffer, and the precision of every accumulation.
-enum class DType { F32, F64 };
+/// Element type of every buffer, and the precision of every accumulation:
+/// the runtime's, shared with launch plans and .npy files.
+using DType = rt::DType;
+
+/// The forward or the backward, each compiled and cached on its own.
+using EntryPoint = rt::EntryPoint;
 
 enum class Backend { Cpu, Cuda };
 
@@ -64,6 +78,10 @@ struct KernelDesc {
   DType dtype = DType::F32;
   int64_t chunkSize = 64; // steps per chunk of the scan, 1..kMaxChunkSize
   Backend backend = Backend::Cpu;
+  /// The chip to compile for. CUDA: "sm_NN" (empty: sm_90). CPU: empty, the
+  /// host this process runs on (the only CPU target, since the code runs
+  /// here).
+  std::string chip;
 
   int64_t dModel() const { return heads * dHead; }
 
@@ -71,19 +89,46 @@ struct KernelDesc {
   void validate() const;
 
   /// One line naming every field, e.g. "cpu f32 delta heads=4 d_head=8 nu=2
-  /// eps=1e-06 chunk=64". eps is printed so that it reads back exactly, which
-  /// makes the string a cache key as well as a message.
+  /// eps=1e-06 chunk=64" ("cuda ... chip=sm_80" where the chip is not the
+  /// default). eps is printed so that it reads back exactly, which makes the
+  /// string a cache key as well as a message.
   std::string str() const;
+
+  /// The chip the code is for: chip, or the default ("sm_90"; "host").
+  std::string targetChip() const;
 };
 
 /// What a compilation does besides compiling.
 struct CompileOptions {
   /// If set: write the IR before the pipeline and after each of its passes
-  /// here ("00-input.mlir", "01-<pass>.mlir", ...), and for Backend::Cuda
-  /// also each kernel's PTX ("<module>.ptx") and the launch plans
-  /// ("forward.fwp", "backward.fwp").
+  /// here ("<entry>/00-input.mlir", "<entry>/01-<pass>.mlir", ... with entry
+  /// forward or backward), and for Backend::Cuda also each kernel's PTX
+  /// ("<entry>/<module>.ptx") and the launch plan ("<entry>/plan.fwp"). The
+  /// disk cache is not used then: dumping needs a compilation.
   std::string dumpDirectory;
+  /// The disk cache directory; empty: the environment's (FWP_CACHE_DIR ...).
+  std::string cacheDirectory;
+  /// false: no disk cache (compile into a temporary directory).
+  bool useDiskCache = true;
+  /// LLVM optimisation level (0-3) of CPU code; -1: the default, chosen by
+  /// measurement (bench/results/compile-*.md). Part of the cache key.
+  int cpuOptLevel = -1;
 };
+
+/// The CPU optimisation level used when CompileOptions::cpuOptLevel is -1.
+constexpr int kDefaultCpuOptLevel = 2;
+
+/// Everything that changes the code of `entry` of `desc`: the description,
+/// the entry point, the target (the CUDA chip; the host CPU's name and
+/// features), the optimisation level and the compiler's own build id. Two
+/// compilations with equal keys make the same code; the disk cache is keyed
+/// by it.
+std::string cacheKey(const KernelDesc &desc, EntryPoint entry,
+                     const CompileOptions &options = {});
+
+/// The compiler's build id: a hash of its sources and of the MLIR/LLVM
+/// version it was built with.
+const char *compilerBuildId();
 
 /// The whole module compiled, forward and backward. Immutable once built:
 /// forward() and backward() may be called from several threads at once (the
@@ -97,14 +142,22 @@ public:
 
   const KernelDesc &desc() const;
 
-  /// Seconds compile() spent on this kernel, both entry points (passes, LLVM
-  /// optimisation and code generation).
+  /// Compiles `entry`, or loads it from the disk cache, unless that was done
+  /// already; forward() and backward() do it on their first call. Throws as
+  /// compile() describes.
+  void prepare(EntryPoint entry) const;
+
+  /// Seconds spent so far on compiling or loading this kernel's entry points
+  /// (passes, LLVM optimisation, code generation, linking, loading).
   double compileSeconds() const;
+
+  /// Whether `entry` was found in the disk cache (false if it was compiled,
+  /// or is not prepared yet).
+  bool loadedFromDiskCache(EntryPoint entry) const;
 
   /// For Backend::Cuda, what the GPU runs: a launch plan per entry point
   /// (docs/launch-plan.md) and the PTX of every kernel, by module name.
-  /// Written out with fwp::rt::writePlanDirectory, a plan runs without the
-  /// compiler. Empty for Backend::Cpu.
+  /// Prepares both entry points. Empty for Backend::Cpu.
   struct DeviceCode {
     std::string forwardPlan, backwardPlan;
     std::map<std::string, std::string> ptx;
@@ -169,31 +222,42 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
-/// Compiles `desc`, or returns the kernel compiled earlier for an equal
-/// description (compared by desc.str()). Process-wide and thread-safe:
-/// concurrent requests for one description wait for a single compilation;
-/// requests for different descriptions compile in parallel. Kernels stay
-/// cached until the process exits.
+/// The kernel for `desc`, or the one made earlier in this process for an
+/// equal description (compared by desc.str()). Its entry points are compiled
+/// (or loaded from the disk cache) on first use, each once: a process that
+/// only runs the forward never compiles the backward. Process-wide and
+/// thread-safe: concurrent first calls of one entry point wait for a single
+/// compilation. Kernels stay until the process exits.
 ///
 /// Backend::Cuda compiles to PTX and launch plans without touching a GPU;
 /// the first forward() or backward() loads the PTX and throws
 /// fwp::rt::CudaError (a std::runtime_error) where there is no usable GPU.
 ///
-/// Throws std::invalid_argument for an invalid description (never cached)
-/// and std::runtime_error carrying the MLIR/LLVM diagnostics if compilation
-/// fails. A failed compilation is not cached: every request
-/// that was waiting for it gets the same exception, and the next request
-/// compiles again.
+/// Throws std::invalid_argument for an invalid description (never kept).
+/// A compilation that fails throws std::runtime_error carrying the MLIR/LLVM
+/// diagnostics from the call that prepares the entry point (prepare(),
+/// forward(), backward()); nothing of it is kept, so the next call compiles
+/// again.
 std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc);
 
-/// Compiles `desc` without the cache (each call compiles). compile() is what
-/// callers want; this is for measuring compile time and for dumping IR.
+/// A kernel of its own for `desc`, not shared with compile()'s (each call
+/// makes one), made with `options`: dumping IR, another disk cache or none,
+/// another optimisation level. compile() is what callers want; this is for
+/// measuring compile time, dumping IR and testing the cache.
 std::shared_ptr<const CompiledAttention>
 compileUncached(const KernelDesc &desc, const CompileOptions &options = {});
 
-/// Number of compilations started so far in this process (by compile() on a
-/// cache miss, or by compileUncached()), failed ones included.
+/// Number of kernels made so far in this process (by compile() for a
+/// description it had not seen, or by compileUncached()), failed ones
+/// included.
 std::size_t compileCount();
+
+/// What the disk cache did in this process: entry points found, compiled,
+/// and cache entries rejected (corrupt, truncated, foreign) and replaced.
+struct DiskCacheCounts {
+  std::size_t hits = 0, compilations = 0, rejected = 0;
+};
+DiskCacheCounts diskCacheCounts();
 
 } // namespace fwp::jit
 
