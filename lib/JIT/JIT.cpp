@@ -196,9 +196,9 @@ CompiledAttention::DeviceCode CompiledAttention::deviceCode() const {
     impl->prepare(entry);
     Impl::Slot &s = impl->slot(entry);
     std::lock_guard<std::mutex> lock(s.mutex);
-    (entry == EntryPoint::Forward ? code.forwardPlan : code.backwardPlan) =
-        s.plan;
-    code.ptx.insert(s.ptx.begin(), s.ptx.end());
+    bool forward = entry == EntryPoint::Forward;
+    (forward ? code.forwardPlan : code.backwardPlan) = s.plan;
+    (forward ? code.forwardPtx : code.backwardPtx) = s.ptx;
   }
   return code;
 }

@@ -614,20 +614,24 @@ TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
   fs::path dump = root / "ir";
   expectSuccess(
       run(args("--heads 2 --backend cpu --dump-ir " + quote(dump.string()))));
-  std::vector<std::string> cpu = listDir(dump / "cpu");
+  // Only the entry point that runs is compiled: the forward (no dy.npy).
+  fs::path cpuDir = dump / "cpu" / "forward";
+  std::vector<std::string> cpu = listDir(cpuDir);
   ASSERT_FALSE(cpu.empty());
   EXPECT_EQ(cpu.front(), "00-input.mlir");
-  EXPECT_NE(readText(dump / "cpu" / "00-input.mlir").find("fwp.attention"),
+  EXPECT_NE(readText(cpuDir / "00-input.mlir").find("fwp.attention"),
             std::string::npos);
   EXPECT_TRUE(
       std::count(cpu.begin(), cpu.end(), "01-fwp-decompose-attention.mlir"));
   // The last stage is the LLVM dialect.
-  EXPECT_NE(readText(dump / "cpu" / cpu.back()).find("llvm.func"),
+  EXPECT_NE(readText(cpuDir / cpu.back()).find("llvm.func"),
             std::string::npos);
-  std::vector<std::string> cuda = listDir(dump / "cuda");
-  EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "forward.fwp"));
+  EXPECT_FALSE(fs::exists(dump / "cpu" / "backward"));
+  fs::path cudaDir = dump / "cuda" / "forward";
+  std::vector<std::string> cuda = listDir(cudaDir);
+  EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "plan.fwp"));
   EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "scan_state.ptx"));
-  EXPECT_NE(readText(dump / "cuda" / "scan_state.ptx").find(".target sm_90"),
+  EXPECT_NE(readText(cudaDir / "scan_state.ptx").find(".target sm_90"),
             std::string::npos);
   expectRefused(
       args("--heads 2 --backend reference --dump-ir " + quote(dump.string())),

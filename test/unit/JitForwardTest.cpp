@@ -293,6 +293,9 @@ TEST(CompileCacheTest, CompileUncachedAlwaysCompiles) {
   auto b = fwp::jit::compileUncached(desc);
   EXPECT_NE(a.get(), b.get());
   EXPECT_EQ(fwp::jit::compileCount(), before + 2);
+  // Entry points are prepared on first use.
+  EXPECT_EQ(a->compileSeconds(), 0.0);
+  a->prepare(fwp::jit::EntryPoint::Forward);
   EXPECT_GT(a->compileSeconds(), 0.0);
 }
 

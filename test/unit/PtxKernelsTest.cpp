@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -106,7 +107,8 @@ TEST(PtxKernelsTest, EveryKernelAssemblesForSm90WithoutSpills) {
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
   std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "fwp-ptx-kernels";
+      std::filesystem::path(::testing::TempDir()) /
+      ("fwp-ptx-kernels-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   int kernels = 0;
@@ -114,8 +116,14 @@ TEST(PtxKernelsTest, EveryKernelAssemblesForSm90WithoutSpills) {
     KernelDesc desc = cudaDesc(c);
     SCOPED_TRACE(desc.str());
     auto code = fwp::jit::compile(desc)->deviceCode();
-    ASSERT_FALSE(code.ptx.empty());
-    for (const auto &[module, ptx] : code.ptx) {
+    ASSERT_FALSE(code.forwardPtx.empty());
+    ASSERT_FALSE(code.backwardPtx.empty());
+    std::vector<std::pair<std::string, std::string>> modules;
+    for (const auto &[module, ptx] : code.forwardPtx)
+      modules.emplace_back("forward-" + module, ptx);
+    for (const auto &[module, ptx] : code.backwardPtx)
+      modules.emplace_back("backward-" + module, ptx);
+    for (const auto &[module, ptx] : modules) {
       std::filesystem::path file = dir / (module + ".ptx");
       std::ofstream(file) << ptx;
       auto [status, output] =
@@ -205,7 +213,7 @@ TEST(PtxKernelsTest, PlansPassWhatEveryKernelDeclares) {
       fwp::rt::Plan plan = fwp::rt::Plan::parse(text, "plan");
       // The exporter's plan, printed by the runtime, reads back to itself.
       EXPECT_EQ(plan.str(), text);
-      RecordingDevice device(code.ptx);
+      RecordingDevice device(backward ? code.backwardPtx : code.forwardPtx);
       fwp::rt::execute(plan, device, refs);
       EXPECT_GT(device.launches, 0);
     }

@@ -168,8 +168,10 @@ private:
     if (target == jit::Backend::Cpu) {
       jit::KernelDesc cuda = desc;
       cuda.backend = jit::Backend::Cuda;
+      // Entry points compile on first use: ask for the forward's PTX now.
       jit::compileUncached(cuda,
-                           dumpingTo(fmt::format("{}/cuda", settings.dumpIr)));
+                           dumpingTo(fmt::format("{}/cuda", settings.dumpIr)))
+          ->prepare(jit::EntryPoint::Forward);
     }
     return kernel;
   }

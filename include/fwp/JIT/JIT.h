@@ -160,7 +160,9 @@ public:
   /// Prepares both entry points. Empty for Backend::Cpu.
   struct DeviceCode {
     std::string forwardPlan, backwardPlan;
-    std::map<std::string, std::string> ptx;
+    /// Each entry point's modules (module name -> PTX); the two entry points
+    /// are compiled apart, so their module names may repeat.
+    std::map<std::string, std::string> forwardPtx, backwardPtx;
   };
   DeviceCode deviceCode() const;
 
