@@ -162,7 +162,13 @@ ModuleInfo ModuleInfo::parse(const std::string &text,
 
 ModuleInfo readModuleInfo(const std::string &dir) {
   std::string path = fmt::format("{}/{}", dir, ModuleInfo::kFileName);
-  ModuleInfo info = ModuleInfo::parse(readTextFile(path), path);
+  std::string text;
+  try {
+    text = readTextFile(path);
+  } catch (const Error &error) {
+    throw ModuleError(error.what());
+  }
+  ModuleInfo info = ModuleInfo::parse(text, path);
   for (const ModuleInfo::File &file : info.files) {
     std::string filePath = fmt::format("{}/{}", dir, file.name);
     std::string bytes;
