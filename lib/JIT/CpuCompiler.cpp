@@ -2,8 +2,8 @@
 
 #include "CpuCompiler.h"
 #include "CompileSupport.h"
-#include "Kernel.h"
 #include "IRDump.h"
+#include "Kernel.h"
 
 #include "fwp/Dialect/FwpDialect.h"
 #include "fwp/Pipelines/Pipelines.h"
@@ -68,9 +68,9 @@ void lower(ModuleOp module, int64_t chunkSize, const std::string &dumpDirectory,
 
 /// The host's target machine; position-independent code when it is for a
 /// shared object.
-std::unique_ptr<llvm::TargetMachine>
-hostTargetMachine(const Failure &fail, bool positionIndependent = false,
-                  llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default) {
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(
+    const Failure &fail, bool positionIndependent = false,
+    llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default) {
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     fail("detecting the host", llvm::toString(builder.takeError()));
@@ -120,9 +120,8 @@ llvm::CodeGenOptLevel codeGenLevel(int optLevel) {
 }
 
 /// `module` as host object code.
-llvm::SmallVector<char, 0> emitObject(llvm::Module &module,
-                                      llvm::TargetMachine &tm,
-                                      const Failure &fail) {
+llvm::SmallVector<char, 0>
+emitObject(llvm::Module &module, llvm::TargetMachine &tm, const Failure &fail) {
   llvm::SmallVector<char, 0> object;
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager codegen;
@@ -136,8 +135,8 @@ llvm::SmallVector<char, 0> emitObject(llvm::Module &module,
 /// The C compiler driver that links objects: $CC if set, else cc.
 std::string linkerDriver(const Failure &fail) {
   const char *fromEnvironment = std::getenv("CC");
-  std::string name = fromEnvironment && *fromEnvironment ? fromEnvironment
-                                                          : "cc";
+  std::string name =
+      fromEnvironment && *fromEnvironment ? fromEnvironment : "cc";
   auto path = llvm::sys::findProgramByName(name);
   if (!path)
     fail("linking", fmt::format("no C compiler driver '{}' on the PATH to "
@@ -152,12 +151,12 @@ void linkSharedObject(const std::string &objectPath,
                       const std::string &libraryPath, const Failure &fail) {
   std::string driver = linkerDriver(fail);
   std::string log = libraryPath + ".log";
-  llvm::SmallVector<llvm::StringRef> args = {
-      driver, "-shared", "-o", libraryPath, objectPath, "-lm"};
+  llvm::SmallVector<llvm::StringRef> args = {driver,      "-shared",  "-o",
+                                             libraryPath, objectPath, "-lm"};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
   std::string error;
-  int status = llvm::sys::ExecuteAndWait(driver, args, std::nullopt,
-                                         redirects, 0, 0, &error);
+  int status = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, redirects,
+                                         0, 0, &error);
   std::string output;
   if (auto text = llvm::MemoryBuffer::getFile(log))
     output = (*text)->getBuffer().str();
@@ -205,15 +204,14 @@ compileCpuLibrary(const std::string &what, int64_t chunkSize,
       translateModuleToLLVMIR(*module, llvmContext, "fwp-kernel");
   if (!llvmModule)
     fail("translating to LLVM IR", compile.diagnostics().text());
-  std::unique_ptr<llvm::TargetMachine> tm =
-      hostTargetMachine(fail, /*positionIndependent=*/true,
-                        codeGenLevel(optLevel));
+  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(
+      fail, /*positionIndependent=*/true, codeGenLevel(optLevel));
   llvmModule->setDataLayout(tm->createDataLayout());
   llvmModule->setTargetTriple(tm->getTargetTriple());
   // The optimiser gets the host's target machine so that its cost models
   // (vectorisation above all) know the host's vector units.
-  auto optimize = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
-                                            tm.get());
+  auto optimize =
+      makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm.get());
   if (llvm::Error error = optimize(llvmModule.get()))
     fail("optimising LLVM IR", llvm::toString(std::move(error)));
   stages.emplace_back("llvm-opt", secondsSince(start));

@@ -38,9 +38,8 @@ StageTimes compileCpuEntry(const KernelDesc &desc, EntryPoint entry,
   StageTimes stages = compileCpuLibrary(
       fmt::format("the {} of the kernel ({})", rt::entryPointName(entry),
                   desc.str()),
-      desc.chunkSize,
-      [&](ModuleOp m) { buildAttentionModule(m, desc, entry); }, dir,
-      cpuOptLevel(options), options.dumpDirectory);
+      desc.chunkSize, [&](ModuleOp m) { buildAttentionModule(m, desc, entry); },
+      dir, cpuOptLevel(options), options.dumpDirectory);
   rt::writeModuleInfo(dir, moduleInfo(desc, entry, key), {"kernel.so"});
   return stages;
 }

@@ -70,10 +70,9 @@ StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
     names.push_back(name);
   }
   rt::writeModuleInfo(dir, moduleInfo(desc, entry, key), names);
-  return {{"passes+export",
-           std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-               .count()}};
+  return {{"passes+export", std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start)
+                                .count()}};
 }
 
 } // namespace fwp::jit

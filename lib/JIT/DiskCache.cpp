@@ -56,16 +56,16 @@ std::string makeTemporaryDirectory() {
   std::string base = environment("TMPDIR");
   std::string pattern = (base.empty() ? "/tmp" : base) + "/fwp-XXXXXX";
   if (!mkdtemp(pattern.data()))
-    throw std::runtime_error(fmt::format(
-        "cannot create a temporary directory {}: {}", pattern,
-        std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("cannot create a temporary directory {}: {}", pattern,
+                    std::strerror(errno)));
   return pattern;
 }
 
 /// Compiles into a private temporary directory and loads from there.
-CachedEntry compileTemporary(
-    const std::function<void(const std::string &)> &compileInto,
-    const std::function<void(const std::string &)> &load) {
+CachedEntry
+compileTemporary(const std::function<void(const std::string &)> &compileInto,
+                 const std::function<void(const std::string &)> &load) {
   CachedEntry entry{makeTemporaryDirectory(), /*temporary=*/true};
   try {
     count(&DiskCacheCounts::compilations);
@@ -85,8 +85,8 @@ bool tryLoad(const std::string &dir, const std::string &key,
   try {
     rt::ModuleInfo info = rt::readModuleInfo(dir);
     if (info.key != key)
-      throw rt::ModuleError(fmt::format(
-          "{}: compiled for '{}', not for '{}'", dir, info.key, key));
+      throw rt::ModuleError(fmt::format("{}: compiled for '{}', not for '{}'",
+                                        dir, info.key, key));
     load(dir);
     return true;
   } catch (const rt::ModuleError &error) {

@@ -1,4 +1,5 @@
-//===- DiskCache.h - Compiled modules kept on disk between processes -*- C++ -*-===//
+//===- DiskCache.h - Compiled modules kept on disk between processes -*- C++
+//-*-===//
 //
 // Each compiled entry point is a directory (fwp/Runtime/ModuleInfo.h) kept
 // under
@@ -55,13 +56,13 @@ std::string cacheDirectoryFromEnvironment();
 /// made; if it throws rt::ModuleError for an entry found in the cache, the
 /// entry is replaced by a fresh compilation as a corrupt one would be.
 /// Errors of `compileInto` propagate (nothing is published).
-CachedEntry findOrCompile(const std::string &cacheDir, const std::string &key,
-                          const std::function<void(const std::string &)> &compileInto,
-                          const std::function<void(const std::string &)> &load);
+CachedEntry
+findOrCompile(const std::string &cacheDir, const std::string &key,
+              const std::function<void(const std::string &)> &compileInto,
+              const std::function<void(const std::string &)> &load);
 
 /// Removes a directory and everything in it; errors are ignored.
 void removeTree(const std::string &dir);
-
 
 } // namespace fwp::jit
 

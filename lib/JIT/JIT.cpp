@@ -130,7 +130,8 @@ struct CompiledAttention::Impl {
     std::string key = cacheKey(desc, entry, options);
     CompileOptions entryOptions = options;
     if (!options.dumpDirectory.empty())
-      entryOptions.dumpDirectory += std::string("/") + rt::entryPointName(entry);
+      entryOptions.dumpDirectory +=
+          std::string("/") + rt::entryPointName(entry);
     auto compileInto = [&](const std::string &dir) {
       if (desc.backend == Backend::Cpu)
         compileCpuEntry(desc, entry, key, dir, entryOptions);
@@ -150,9 +151,9 @@ struct CompiledAttention::Impl {
     s.entry = std::move(loaded);
     s.fromDiskCache = where.hit;
     std::lock_guard<std::mutex> lock(secondsMutex);
-    compileSeconds += std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
+    compileSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
   }
 
   /// Empty when the disk cache is off, or when dumping IR (which needs a
@@ -364,8 +365,7 @@ std::string cacheKey(const KernelDesc &desc, EntryPoint entry,
                      const CompileOptions &options) {
   std::string target =
       desc.backend == Backend::Cpu
-          ? fmt::format("{} O{}", hostTargetDescription(),
-                        cpuOptLevel(options))
+          ? fmt::format("{} O{}", hostTargetDescription(), cpuOptLevel(options))
           : desc.targetChip();
   return fmt::format("{} entry={} target={} compiler={}", desc.str(),
                      rt::entryPointName(entry), target, compilerBuildId());

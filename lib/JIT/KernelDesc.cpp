@@ -105,7 +105,8 @@ void KernelDesc::validate() const {
             "], got " + std::to_string(chunkSize));
   if (backend == Backend::Cpu && !chip.empty())
     invalid("chip must be empty for the cpu backend (it compiles for this "
-            "host), got '" + chip + "'");
+            "host), got '" +
+            chip + "'");
   if (backend == Backend::Cuda && !chip.empty() && !isCudaChip(chip))
     invalid("chip must be sm_NN (e.g. sm_80, sm_90a), got '" + chip + "'");
 }

@@ -10,9 +10,13 @@ AttentionSignature attentionSignature(EntryPoint entry, int64_t seqLen,
   std::vector<int64_t> steps = {seqLen, batch, dModel};
   std::vector<int64_t> square = {dModel, dModel};
   AttentionSignature signature;
-  signature.inputs = {{"x", steps},          {"w_q", square}, {"w_k", square},
-                      {"w_v", square},       {"w_beta", {heads, dModel}},
-                      {"w_o", square},       {"b_o", {dModel}}};
+  signature.inputs = {{"x", steps},
+                      {"w_q", square},
+                      {"w_k", square},
+                      {"w_v", square},
+                      {"w_beta", {heads, dModel}},
+                      {"w_o", square},
+                      {"b_o", {dModel}}};
   if (entry == EntryPoint::Forward) {
     signature.outputs = {{"y", steps}};
     return signature;

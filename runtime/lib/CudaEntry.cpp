@@ -36,8 +36,8 @@ public:
     auto upload = [&](const AttentionBuffer &buffer, const void *host) {
       BufferRef ref{0, buffer.sizes, info().dtype};
       // The caller checked that the sizes do not overflow.
-      size_t bytes = static_cast<size_t>(*ref.elementCount()) *
-                     dtypeBytes(info().dtype);
+      size_t bytes =
+          static_cast<size_t>(*ref.elementCount()) * dtypeBytes(info().dtype);
       memory.emplace_back(bytes);
       if (host)
         memory.back().copyFromHost(host, bytes);

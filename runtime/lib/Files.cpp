@@ -14,8 +14,8 @@ namespace fwp::rt {
 void writeFile(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
-    throw Error(fmt::format("cannot write file '{}': {}", path,
-                            std::strerror(errno)));
+    throw Error(
+        fmt::format("cannot write file '{}': {}", path, std::strerror(errno)));
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out)

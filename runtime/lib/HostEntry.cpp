@@ -74,9 +74,9 @@ public:
       reinterpret_cast<ForwardFn>(function)(d[0], d[1], d[2], d[3], d[4], d[5],
                                             d[6], d[7]);
     else
-      reinterpret_cast<BackwardFn>(function)(d[0], d[1], d[2], d[3], d[4],
-                                             d[5], d[6], d[7], d[8], d[9],
-                                             d[10], d[11], d[12], d[13], d[14]);
+      reinterpret_cast<BackwardFn>(function)(d[0], d[1], d[2], d[3], d[4], d[5],
+                                             d[6], d[7], d[8], d[9], d[10],
+                                             d[11], d[12], d[13], d[14]);
   }
 
 private:
@@ -101,7 +101,8 @@ std::unique_ptr<AttentionEntry> loadHostEntry(const std::string &dir,
   const char *symbol = hostEntrySymbol(info.entry);
   void *function = dlsym(library, symbol);
   if (!function)
-    throw ModuleError(fmt::format("'{}' has no entry point '{}'", path, symbol));
+    throw ModuleError(
+        fmt::format("'{}' has no entry point '{}'", path, symbol));
   return std::make_unique<HostEntry>(std::move(info), library, function);
 }
 

@@ -43,11 +43,11 @@ uint64_t checksum64(const std::string &bytes) {
 }
 
 std::string ModuleInfo::str() const {
-  std::string text = fmt::format("fwp-module {}\nkey {}\nbackend {}\nentry "
-                                 "{}\ndtype {}\nheads {}\nd-model {}\n",
-                                 kVersion, key, moduleBackendName(backend),
-                                 entryPointName(entry), dtypeName(dtype),
-                                 heads, dModel);
+  std::string text =
+      fmt::format("fwp-module {}\nkey {}\nbackend {}\nentry "
+                  "{}\ndtype {}\nheads {}\nd-model {}\n",
+                  kVersion, key, moduleBackendName(backend),
+                  entryPointName(entry), dtypeName(dtype), heads, dModel);
   for (const File &file : files)
     text += fmt::format("file {} {} {:016x}\n", file.name, file.size,
                         file.checksum);

@@ -1,4 +1,5 @@
-//===- AttentionEntry.h - A compiled entry point, loaded and run -*- C++ -*-===//
+//===- AttentionEntry.h - A compiled entry point, loaded and run -*- C++
+//-*-===//
 //
 // Loads one compiled entry point of the FastWeightsAttention module (a
 // directory described by ModuleInfo.h) and runs it on host buffers:
@@ -38,7 +39,8 @@ struct AttentionBuffer {
 /// The inputs and outputs of `entry`, in the order of the compiled
 /// function's arguments:
 ///   forward:  x wQ wK wV wBeta wO bO            -> y
-///   backward: x wQ wK wV wBeta wO bO dy         -> dx dwQ dwK dwV dwBeta dwO dbO
+///   backward: x wQ wK wV wBeta wO bO dy         -> dx dwQ dwK dwV dwBeta dwO
+///   dbO
 /// x, y, dy, dx are [seqLen, batch, dModel]; wQ, wK, wV, wO [dModel, dModel];
 /// wBeta [heads, dModel]; bO [dModel].
 struct AttentionSignature {
