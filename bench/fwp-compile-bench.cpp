@@ -39,8 +39,7 @@ fwp::jit::KernelDesc demoDesc() {
 
 /// Median milliseconds of the forward at T=1024, B=4.
 double forwardMs(const fwp::jit::CompiledAttention &kernel) {
-  int64_t T = 1024, B = 4, dm = kernel.desc().dModel(),
-          h = kernel.desc().heads;
+  int64_t T = 1024, B = 4, dm = kernel.desc().dModel(), h = kernel.desc().heads;
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0, 0.3f);
   auto random = [&](size_t n) {
@@ -97,7 +96,7 @@ int main() {
              fwp::jit::kDefaultCpuOptLevel, cold->compileSeconds() * 1e3,
              warm->compileSeconds() * 1e3,
              warm->loadedFromDiskCache(EntryPoint::Forward) ? "a cache hit"
-                                                           : "NOT a hit");
+                                                            : "NOT a hit");
   std::filesystem::remove_all(cache);
   return warm->loadedFromDiskCache(EntryPoint::Forward) ? 0 : 1;
 }

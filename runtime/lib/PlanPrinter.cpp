@@ -8,6 +8,7 @@
 
 #include "PlanSyntax.h"
 
+#include "fwp/Runtime/Files.h"
 #include "fwp/Runtime/Plan.h"
 
 #include <fmt/format.h>
@@ -49,17 +50,6 @@ std::string launchLine(const PlanStep &step) {
   return out;
 }
 
-void writeTextFile(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw Error(
-        fmt::format("cannot write file '{}': {}", path, std::strerror(errno)));
-  out << text;
-  out.close();
-  if (!out)
-    throw Error(fmt::format("error writing file '{}'", path));
-}
-
 /// Checks that `ptx` has every one of `modules` and only names fit for
 /// files, then writes `<dir>/plan.fwp` (`planText`) and the PTX files.
 void writeDirectory(const std::string &dir, const std::string &planText,
@@ -78,9 +68,9 @@ void writeDirectory(const std::string &dir, const std::string &planText,
   if (error)
     throw Error(
         fmt::format("cannot create directory '{}': {}", dir, error.message()));
-  writeTextFile(planPath, planText);
+  writeFile(planPath, planText);
   for (const auto &entry : ptx)
-    writeTextFile(fmt::format("{}/{}.ptx", dir, entry.first), entry.second);
+    writeFile(fmt::format("{}/{}.ptx", dir, entry.first), entry.second);
 }
 
 } // namespace

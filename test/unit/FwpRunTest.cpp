@@ -624,8 +624,7 @@ TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
   EXPECT_TRUE(
       std::count(cpu.begin(), cpu.end(), "01-fwp-decompose-attention.mlir"));
   // The last stage is the LLVM dialect.
-  EXPECT_NE(readText(cpuDir / cpu.back()).find("llvm.func"),
-            std::string::npos);
+  EXPECT_NE(readText(cpuDir / cpu.back()).find("llvm.func"), std::string::npos);
   EXPECT_FALSE(fs::exists(dump / "cpu" / "backward"));
   fs::path cudaDir = dump / "cuda" / "forward";
   std::vector<std::string> cuda = listDir(cudaDir);

@@ -24,8 +24,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <unistd.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 using fwp::jit::DType;
@@ -106,9 +106,8 @@ TEST(PtxKernelsTest, EveryKernelAssemblesForSm90WithoutSpills) {
   std::string ptxas = findPtxas();
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
-  std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) /
-      ("fwp-ptx-kernels-" + std::to_string(getpid()));
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                              ("fwp-ptx-kernels-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   int kernels = 0;
