@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps build test sanitize demo bench format clean
+.PHONY: all deps build test sanitize demo bench gpu-bundle format clean
 
 all: build
 
@@ -40,6 +40,15 @@ demo: build
 
 bench: build
 	$(BUILD)/bin/fwp-bench --csv $(BUILD)/bench.csv
+
+# The one-command GPU check: every CUDA test case and benchmark shape
+# compiled here, with the float64 reference's answers and a runtime-only
+# runner, in one folder to copy to a machine with a GPU and run there with
+# `bash $(BUILD)/gpu-bundle/run.sh` (docs/compiled-modules.md).
+GPU_BUNDLE ?= $(BUILD)/gpu-bundle
+gpu-bundle: build
+	$(BUILD)/bin/fwp-gpu-bundle --out $(GPU_BUNDLE) --runner $(BUILD)/bin/fwp-gpu-check --script test/gpu-bundle/run.sh
+	@echo "$(GPU_BUNDLE): $$(du -sh $(GPU_BUNDLE) | cut -f1), $$(grep -vc '^#' $(GPU_BUNDLE)/checks.txt) checks, $$(grep -vc '^#' $(GPU_BUNDLE)/bench.txt) benchmark shapes"
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

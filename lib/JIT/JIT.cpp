@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -355,6 +356,31 @@ std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc) {
       c.entries.erase(key);
     }
     promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+void compileEntry(const KernelDesc &desc, EntryPoint entry,
+                  const std::string &dir, const CompileOptions &options) {
+  checkCompilable(desc);
+  std::error_code error;
+  if (std::filesystem::exists(dir, error))
+    throw std::invalid_argument(
+        fmt::format("{}: exists already; give a new directory", dir));
+  if (!std::filesystem::create_directories(dir, error) || error)
+    throw std::runtime_error(
+        fmt::format("{}: cannot create the directory: {}", dir,
+                    error ? error.message() : "unknown error"));
+  CompileOptions entryOptions = options;
+  entryOptions.dumpDirectory.clear();
+  std::string key = cacheKey(desc, entry, entryOptions);
+  try {
+    if (desc.backend == Backend::Cpu)
+      compileCpuEntry(desc, entry, key, dir, entryOptions);
+    else
+      compileCudaEntry(desc, entry, key, dir, entryOptions);
+  } catch (...) {
+    removeTree(dir);
     throw;
   }
 }

@@ -476,4 +476,36 @@ void write(const std::string &path, const Array &array) {
     fail(path, fmt::format("cannot write file: {}", std::strerror(err)));
 }
 
+std::vector<char> toBytes(const Array &array, rt::DType dtype) {
+  size_t width = rt::dtypeBytes(dtype);
+  std::vector<char> bytes(array.values.size() * width);
+  for (size_t i = 0; i < array.values.size(); ++i) {
+    if (dtype == rt::DType::F32) {
+      float v = static_cast<float>(array.values[i]);
+      std::memcpy(bytes.data() + width * i, &v, sizeof v);
+    } else {
+      std::memcpy(bytes.data() + width * i, &array.values[i], sizeof(double));
+    }
+  }
+  return bytes;
+}
+
+Array fromBytes(const void *bytes, const std::vector<int64_t> &shape,
+                rt::DType dtype) {
+  Array array{shape, dtype, {}};
+  const char *data = static_cast<const char *>(bytes);
+  size_t n = static_cast<size_t>(rt::elementCount(shape).value_or(0));
+  array.values.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (dtype == rt::DType::F32) {
+      float v;
+      std::memcpy(&v, data + sizeof v * i, sizeof v);
+      array.values[i] = v;
+    } else {
+      std::memcpy(&array.values[i], data + sizeof(double) * i, sizeof(double));
+    }
+  }
+  return array;
+}
+
 } // namespace fwp::npy

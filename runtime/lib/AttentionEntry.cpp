@@ -1,6 +1,7 @@
 //===- AttentionEntry.cpp - Loading a compiled entry point ----------------===//
 
 #include "fwp/Runtime/AttentionEntry.h"
+#include "fwp/Runtime/Error.h"
 
 namespace fwp::rt {
 
@@ -33,6 +34,13 @@ std::unique_ptr<AttentionEntry> AttentionEntry::load(const std::string &dir) {
   if (info.backend == ModuleBackend::Cpu)
     return loadHostEntry(dir, std::move(info));
   return loadCudaEntry(dir, std::move(info));
+}
+
+void AttentionEntry::runOnDevice(int64_t, int64_t,
+                                 const std::vector<uint64_t> &,
+                                 const std::vector<uint64_t> &) const {
+  throw Error(std::string(entryPointName(info_.entry)) +
+              ": a CPU entry runs on host buffers (run), not device ones");
 }
 
 } // namespace fwp::rt

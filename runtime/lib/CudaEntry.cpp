@@ -55,6 +55,28 @@ public:
     }
   }
 
+  bool runsOnDevice() const override { return true; }
+
+  void runOnDevice(int64_t seqLen, int64_t batch,
+                   const std::vector<uint64_t> &inputs,
+                   const std::vector<uint64_t> &outputs) const override {
+    AttentionSignature signature = attentionSignature(
+        info().entry, seqLen, batch, info().heads, info().dModel);
+    if (inputs.size() != signature.inputs.size() ||
+        outputs.size() != signature.outputs.size())
+      throw Error(fmt::format(
+          "{}: {} inputs and {} outputs given, the entry takes {} and {}",
+          entryPointName(info().entry), inputs.size(), outputs.size(),
+          signature.inputs.size(), signature.outputs.size()));
+    std::vector<BufferRef> refs;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      refs.push_back({inputs[i], signature.inputs[i].sizes, info().dtype});
+    for (size_t i = 0; i < outputs.size(); ++i)
+      refs.push_back({outputs[i], signature.outputs[i].sizes, info().dtype});
+    std::lock_guard<std::mutex> lock(mutex);
+    execute(plan, device(), refs);
+  }
+
 private:
   CudaPlanDevice &device() const {
     if (!loaded)

@@ -1,15 +1,16 @@
 //===- AttentionTestUtils.h - The JIT attention tests' cases ----*- C++ -*-===//
 //
-// What JitForwardTest.cpp and JitBackwardTest.cpp share: a case (kernel
-// description and sizes) on the backend under test (BackendUnderTest.h), the
-// deterministic problem it is run on, running the compiled forward on double
-// vectors, and the loop that compiles and checks a list of cases.
+// What JitForwardTest.cpp and JitBackwardTest.cpp share besides their cases
+// (AttentionCases.h): running the compiled forward on double vectors, and
+// the loop that compiles and checks a list of cases on the backend under
+// test (BackendUnderTest.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FWP_TEST_UNIT_ATTENTIONTESTUTILS_H
 #define FWP_TEST_UNIT_ATTENTIONTESTUTILS_H
 
+#include "AttentionCases.h"
 #include "BackendUnderTest.h"
 #include "TestUtils.h"
 
@@ -27,79 +28,6 @@
 #include <vector>
 
 namespace fwp::test {
-
-/// One forward or backward to check. zeroSteps are steps t whose x rows are
-/// all zero (every batch row, or only row zeroBatch if it is >= 0): a zero
-/// key writes nothing to the fast weights.
-struct Case {
-  jit::Rule rule;
-  int64_t heads, dHead, nu, chunk;
-  int64_t seqLen, batch;
-  std::vector<int64_t> zeroSteps = {};
-  int64_t zeroBatch = -1;
-
-  jit::KernelDesc desc(jit::DType dtype) const {
-    jit::KernelDesc d;
-    d.rule = rule;
-    d.heads = heads;
-    d.dHead = dHead;
-    d.nu = nu;
-    d.chunkSize = chunk;
-    d.dtype = dtype;
-    d.backend = kBackend;
-    return d;
-  }
-
-  std::string name() const {
-    std::string s = rule == jit::Rule::Delta ? "delta" : "sum";
-    s += " H=" + std::to_string(heads) + " dk=" + std::to_string(dHead) +
-         " nu=" + std::to_string(nu) + " C=" + std::to_string(chunk) +
-         " T=" + std::to_string(seqLen) + " B=" + std::to_string(batch);
-    if (!zeroSteps.empty())
-      s += " zero-steps=" + std::to_string(zeroSteps.size());
-    return s;
-  }
-};
-
-/// The small case of the tests of forward() and backward() themselves.
-inline Case smallCase() { return {jit::Rule::Delta, 2, 4, 2, 8, 11, 2, {4}}; }
-
-/// The inputs of one case, and a dy for its backward.
-struct Problem {
-  ref::AttentionConfig config;
-  ref::AttentionShape shape;
-  std::vector<double> x, dy;
-  ref::AttentionParams params;
-};
-
-/// x, every weight and dy from Lcg seeds seed, seed + 1, ..., seed + 7,
-/// rounded to float for a float32 kernel (so that the reference runs on
-/// exactly what the kernel reads).
-inline Problem makeProblem(const Case &c, jit::DType dtype, uint64_t seed) {
-  auto values = [&](int64_t n, uint64_t s, double scale) {
-    return randomValues(n, s, scale, dtype == jit::DType::F32);
-  };
-  Problem p;
-  p.config.heads = c.heads;
-  p.config.nu = c.nu;
-  p.config.rule =
-      c.rule == jit::Rule::Delta ? ref::Rule::Delta : ref::Rule::Sum;
-  int64_t dm = c.heads * c.dHead;
-  p.shape = {c.seqLen, c.batch, dm};
-  p.x = values(c.seqLen * c.batch * dm, seed, 1.0);
-  for (int64_t t : c.zeroSteps)
-    for (int64_t b = 0; b < c.batch; ++b)
-      if (c.zeroBatch < 0 || c.zeroBatch == b)
-        std::fill_n(p.x.begin() + (t * c.batch + b) * dm, dm, 0.0);
-  p.params.wQ = values(dm * dm, seed + 1, 0.5);
-  p.params.wK = values(dm * dm, seed + 2, 0.5);
-  p.params.wV = values(dm * dm, seed + 3, 0.5);
-  p.params.wBeta = values(c.heads * dm, seed + 4, 0.5);
-  p.params.wO = values(dm * dm, seed + 5, 0.5);
-  p.params.bO = values(dm, seed + 6, 0.1);
-  p.dy = values(c.seqLen * c.batch * dm, seed + 7, 1.0);
-  return p;
-}
 
 template <typename T> std::vector<T> cast(const std::vector<double> &v) {
   return std::vector<T>(v.begin(), v.end());
@@ -139,7 +67,7 @@ void checkEachCase(const std::vector<Case> &cases, jit::DType dtype,
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case &c = cases[i];
     SCOPED_TRACE(c.name());
-    auto kernel = jit::compile(c.desc(dtype));
+    auto kernel = jit::compile(c.desc(dtype, kBackend));
     if (reported.insert(kernel.get()).second)
       std::printf("[ compile  ] %s: %.3f s\n", kernel->desc().str().c_str(),
                   kernel->compileSeconds());

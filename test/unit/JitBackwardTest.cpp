@@ -1,4 +1,4 @@
-//===- CpuBackwardTest.cpp - The JIT-compiled CPU backward ----------------===//
+//===- JitBackwardTest.cpp - The JIT-compiled backward --------------------===//
 //
 // CompiledAttention::backward against the float64 reference
 // (fwp::ref::attentionBackward), and against finite differences of the
@@ -20,12 +20,8 @@
 // (seen for d_k = 4 with some seeds). The float64 cases and the finite
 // differences check the arithmetic without that amplification.
 //
-// The cases cover every value of each axis (sequence length against the
-// chunk size: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C+3;
-// d_k in {4, 16, 64}; nu in {1, 2, 3}; heads 1..8; batch 1..3; both rules;
-// zero-key steps) without running the cross product. Cases sharing a kernel
-// description sit in the same test so that, each test being its own process
-// under ctest, the cache compiles it once.
+// The cases, their seeds and bounds are AttentionCases.h's (shared with the
+// GPU bundle); each test here checks one of its lists.
 //
 // Finite differences: for L = sum(y * r) with r random and y the compiled
 // float64 forward, dL/dtheta by central differences (the five-point
@@ -135,9 +131,13 @@ double compareGradients(const std::vector<std::vector<double>> &got,
 /// Compiles (through the cache) and checks every case against the
 /// reference; reports the worst error and the compile time of each kernel
 /// compiled here.
-void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
+void checkCases(const std::string &test) {
+  const fwp::test::CaseList &list =
+      fwp::test::caseList(fwp::test::backwardCaseLists(), test);
+  DType dtype = list.dtype;
+  double bound = list.bound;
   fwp::test::checkEachCase(
-      cases, dtype, 300,
+      list.cases, dtype, list.firstSeed,
       [&](const Case &c, const CompiledAttention &kernel, const Problem &p) {
         std::string line;
         double worst =
@@ -150,88 +150,32 @@ void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
       });
 }
 
-constexpr double kF32Bound = 1e-4;
-constexpr double kF64Bound = 1e-9;
-
 class BackwardTest : public fwp::test::KernelTest {};
 
 //===----------------------------------------------------------------------===//
 // Float32 against the float64 reference
 //===----------------------------------------------------------------------===//
 
-// C = 8: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C + 3.
 TEST_F(BackwardTest, DeltaRuleSmallChunks) {
-  checkCases({{Rule::Delta, 1, 4, 1, 8, 1, 1},
-              {Rule::Delta, 1, 4, 1, 8, 5, 2},
-              {Rule::Delta, 1, 4, 1, 8, 16, 2},
-              {Rule::Delta, 1, 4, 1, 8, 13, 3},
-              {Rule::Delta, 1, 4, 1, 8, 35, 1},
-              {Rule::Delta, 2, 16, 2, 8, 1, 3},
-              {Rule::Delta, 2, 16, 2, 8, 7, 1},
-              {Rule::Delta, 2, 16, 2, 8, 35, 2},
-              {Rule::Delta, 3, 4, 3, 8, 35, 2},
-              {Rule::Delta, 3, 4, 3, 8, 3, 3}},
-             DType::F32, kF32Bound);
+  checkCases("DeltaRuleSmallChunks");
 }
 
-TEST_F(BackwardTest, SumRule) {
-  checkCases({{Rule::Sum, 4, 4, 2, 16, 1, 2},
-              {Rule::Sum, 4, 4, 2, 16, 9, 3},
-              {Rule::Sum, 4, 4, 2, 16, 67, 1},
-              {Rule::Sum, 5, 16, 3, 8, 35, 1},
-              {Rule::Sum, 5, 16, 3, 8, 6, 2},
-              {Rule::Sum, 1, 64, 1, 16, 67, 2},
-              {Rule::Sum, 1, 64, 1, 16, 1, 1}},
-             DType::F32, kF32Bound);
-}
+TEST_F(BackwardTest, SumRule) { checkCases("SumRule"); }
 
-TEST_F(BackwardTest, WideHeads) {
-  checkCases({{Rule::Delta, 1, 64, 3, 16, 67, 1},
-              {Rule::Delta, 1, 64, 3, 16, 5, 2},
-              {Rule::Delta, 2, 64, 2, 16, 17, 1}},
-             DType::F32, kF32Bound);
-}
+TEST_F(BackwardTest, WideHeads) { checkCases("WideHeads"); }
 
-TEST_F(BackwardTest, ManyHeads) {
-  checkCases({{Rule::Delta, 8, 4, 2, 16, 67, 3},
-              {Rule::Delta, 8, 4, 2, 16, 1, 1},
-              {Rule::Delta, 8, 4, 2, 16, 32, 2},
-              {Rule::Delta, 6, 16, 1, 16, 50, 2},
-              {Rule::Sum, 7, 4, 1, 8, 35, 2}},
-             DType::F32, kF32Bound);
-}
+TEST_F(BackwardTest, ManyHeads) { checkCases("ManyHeads"); }
 
-// The default chunk size, 64.
-TEST_F(BackwardTest, DefaultChunkSize) {
-  checkCases({{Rule::Delta, 4, 16, 2, 64, 1, 1},
-              {Rule::Delta, 4, 16, 2, 64, 40, 2},
-              {Rule::Delta, 4, 16, 2, 64, 259, 1}},
-             DType::F32, kF32Bound);
-}
+TEST_F(BackwardTest, DefaultChunkSize) { checkCases("DefaultChunkSize"); }
 
-// All-zero x rows give zero keys: such a step writes nothing. Zero steps at
-// the start, on chunk boundaries, inside chunks and at the end; for every
-// batch row or for one only.
-TEST_F(BackwardTest, ZeroKeySteps) {
-  checkCases({{Rule::Delta, 2, 4, 2, 8, 35, 2, {0, 7, 8, 9, 20, 34}},
-              {Rule::Delta, 2, 4, 2, 8, 12, 3, {1, 2, 3, 4, 5}, 1},
-              {Rule::Sum, 2, 4, 2, 8, 19, 2, {0, 8, 18}, 0},
-              {Rule::Delta, 2, 4, 2, 8, 3, 1, {0, 1, 2}}},
-             DType::F32, kF32Bound);
-}
+TEST_F(BackwardTest, ZeroKeySteps) { checkCases("ZeroKeySteps"); }
 
 //===----------------------------------------------------------------------===//
 // Float64 against the float64 reference
 //===----------------------------------------------------------------------===//
 
 TEST_F(BackwardTest, Float64MatchesReference) {
-  checkCases({{Rule::Delta, 2, 4, 3, 8, 35, 2, {3, 8, 34}},
-              {Rule::Delta, 2, 4, 3, 8, 1, 1},
-              {Rule::Sum, 3, 16, 1, 16, 67, 3},
-              {Rule::Sum, 3, 16, 1, 16, 5, 1, {2}},
-              {Rule::Delta, 1, 64, 2, 64, 259, 1},
-              {Rule::Delta, 1, 64, 2, 64, 10, 2}},
-             DType::F64, kF64Bound);
+  checkCases("Float64MatchesReference");
 }
 
 //===----------------------------------------------------------------------===//
@@ -246,7 +190,7 @@ TEST_F(BackwardTest, Float64MatchesReference) {
 /// rows at zero).
 void checkFiniteDifferences(const Case &c, double bound) {
   SCOPED_TRACE(c.name());
-  auto kernel = fwp::jit::compile(c.desc(DType::F64));
+  auto kernel = fwp::jit::compile(c.desc(DType::F64, fwp::test::kBackend));
   Problem p = makeProblem(c, DType::F64, 77);
   const std::vector<double> &r = p.dy;
   std::vector<std::vector<double>> grads = runBackward(*kernel, p, r);
@@ -333,7 +277,7 @@ TEST_F(BackwardTest, FiniteDifferencesSumRule) {
 
 TEST_F(BackwardTest, LeavesInputsAlone) {
   Case c = smallCase();
-  auto kernel = fwp::jit::compile(c.desc(DType::F64));
+  auto kernel = fwp::jit::compile(c.desc(DType::F64, fwp::test::kBackend));
   Problem p = makeProblem(c, DType::F64, 7);
   Problem copy = p;
   runBackward(*kernel, p, p.dy);
@@ -349,7 +293,7 @@ TEST_F(BackwardTest, LeavesInputsAlone) {
 
 TEST_F(BackwardTest, ConcurrentCallsAgree) {
   Case c = smallCase();
-  auto kernel = fwp::jit::compile(c.desc(DType::F32));
+  auto kernel = fwp::jit::compile(c.desc(DType::F32, fwp::test::kBackend));
   Problem p = makeProblem(c, DType::F32, 8);
   auto expected = runBackward(*kernel, p, p.dy);
   std::vector<std::vector<std::vector<double>>> results(8);
@@ -364,7 +308,7 @@ TEST_F(BackwardTest, ConcurrentCallsAgree) {
 
 TEST_F(BackwardTest, EmptySequenceOrBatchGivesZeroWeightGradients) {
   Case c = smallCase();
-  auto kernel = fwp::jit::compile(c.desc(DType::F32));
+  auto kernel = fwp::jit::compile(c.desc(DType::F32, fwp::test::kBackend));
   int64_t dm = c.heads * c.dHead;
   std::vector<float> dwq(dm * dm, -7), dwk(dm * dm, -7), dwv(dm * dm, -7),
       dwb(c.heads * dm, -7), dwo(dm * dm, -7), dbo(dm, -7);
@@ -384,7 +328,8 @@ TEST_F(BackwardTest, EmptySequenceOrBatchGivesZeroWeightGradients) {
 }
 
 TEST_F(BackwardTest, RefusesBadArguments) {
-  auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
+  auto kernel =
+      fwp::jit::compile(smallCase().desc(DType::F32, fwp::test::kBackend));
   std::vector<float> in(1024), out(1024);
   const float *b = in.data();
   float *o = out.data();

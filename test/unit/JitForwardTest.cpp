@@ -1,15 +1,12 @@
-//===- CpuBackendTest.cpp - The JIT-compiled CPU forward vs the reference -===//
+//===- JitForwardTest.cpp - The JIT-compiled forward vs the reference -----===//
 //
 // Relative error, throughout: max_i |y_i - yref_i| / max_i |yref_i|, with
 // yref from the float64 reference (fwp::ref::attention) run on exactly the
 // values the kernel gets (float32 inputs are rounded first), so that only
 // the kernel's arithmetic is measured.
 //
-// The cases cover every value of each axis (sequence length against the
-// chunk size, d_k, nu, heads, batch, rule, zero-key steps) without running
-// the cross product. Cases sharing a kernel description sit in the same test
-// so that, each test being its own process under ctest, the cache compiles
-// it once.
+// The cases, their seeds and bounds are AttentionCases.h's (shared with the
+// GPU bundle); each test here checks one of its lists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,9 +43,13 @@ namespace {
 
 /// Compiles (through the cache) and checks every case; reports the worst
 /// error and the compile time of each kernel compiled here.
-void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
+void checkCases(const std::string &test) {
+  const fwp::test::CaseList &list =
+      fwp::test::caseList(fwp::test::forwardCaseLists(), test);
+  DType dtype = list.dtype;
+  double bound = list.bound;
   fwp::test::checkEachCase(
-      cases, dtype, 100,
+      list.cases, dtype, list.firstSeed,
       [&](const Case &c, const CompiledAttention &kernel, const Problem &p) {
         std::vector<double> ref =
             fwp::ref::attention(p.config, p.shape, p.x, p.params).y;
@@ -63,93 +64,32 @@ void checkCases(const std::vector<Case> &cases, DType dtype, double bound) {
       });
 }
 
-constexpr double kF32Bound = 1e-5;
-constexpr double kF64Bound = 1e-10;
-
 class ForwardTest : public fwp::test::KernelTest {};
 
 //===----------------------------------------------------------------------===//
 // Float32 against the float64 reference
 //===----------------------------------------------------------------------===//
 
-// C = 8: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C + 3.
 TEST_F(ForwardTest, DeltaRuleSmallChunks) {
-  checkCases({{Rule::Delta, 1, 4, 1, 8, 1, 1},
-              {Rule::Delta, 1, 4, 1, 8, 5, 2},
-              {Rule::Delta, 1, 4, 1, 8, 16, 2},
-              {Rule::Delta, 1, 4, 1, 8, 13, 3},
-              {Rule::Delta, 1, 4, 1, 8, 35, 1},
-              {Rule::Delta, 2, 16, 2, 8, 1, 3},
-              {Rule::Delta, 2, 16, 2, 8, 7, 1},
-              {Rule::Delta, 2, 16, 2, 8, 20, 2},
-              {Rule::Delta, 2, 16, 2, 8, 35, 3},
-              {Rule::Delta, 3, 4, 3, 8, 35, 2},
-              {Rule::Delta, 3, 4, 3, 8, 3, 2}},
-             DType::F32, kF32Bound);
+  checkCases("DeltaRuleSmallChunks");
 }
 
-TEST_F(ForwardTest, SumRule) {
-  checkCases({{Rule::Sum, 4, 4, 2, 16, 1, 2},
-              {Rule::Sum, 4, 4, 2, 16, 9, 3},
-              {Rule::Sum, 4, 4, 2, 16, 40, 1},
-              {Rule::Sum, 4, 4, 2, 16, 67, 2},
-              {Rule::Sum, 5, 16, 3, 8, 35, 1},
-              {Rule::Sum, 5, 16, 3, 8, 6, 3},
-              {Rule::Sum, 1, 64, 1, 16, 67, 2},
-              {Rule::Sum, 1, 64, 1, 16, 1, 1},
-              {Rule::Sum, 7, 4, 1, 8, 35, 2}},
-             DType::F32, kF32Bound);
-}
+TEST_F(ForwardTest, SumRule) { checkCases("SumRule"); }
 
-TEST_F(ForwardTest, WideHeads) {
-  checkCases({{Rule::Delta, 1, 64, 3, 16, 67, 1},
-              {Rule::Delta, 1, 64, 3, 16, 5, 2},
-              {Rule::Delta, 1, 64, 3, 16, 30, 3},
-              {Rule::Delta, 2, 64, 2, 16, 17, 2}},
-             DType::F32, kF32Bound);
-}
+TEST_F(ForwardTest, WideHeads) { checkCases("WideHeads"); }
 
-TEST_F(ForwardTest, ManyHeads) {
-  checkCases({{Rule::Delta, 8, 4, 2, 16, 67, 3},
-              {Rule::Delta, 8, 4, 2, 16, 1, 1},
-              {Rule::Delta, 8, 4, 2, 16, 33, 2},
-              {Rule::Delta, 6, 16, 1, 16, 50, 2}},
-             DType::F32, kF32Bound);
-}
+TEST_F(ForwardTest, ManyHeads) { checkCases("ManyHeads"); }
 
-// The default chunk size, 64.
-TEST_F(ForwardTest, DefaultChunkSize) {
-  checkCases({{Rule::Delta, 4, 16, 2, 64, 1, 1},
-              {Rule::Delta, 4, 16, 2, 64, 40, 2},
-              {Rule::Delta, 4, 16, 2, 64, 100, 1},
-              {Rule::Delta, 4, 16, 2, 64, 259, 2},
-              {Rule::Sum, 2, 64, 1, 64, 259, 1},
-              {Rule::Sum, 2, 64, 1, 64, 130, 3}},
-             DType::F32, kF32Bound);
-}
+TEST_F(ForwardTest, DefaultChunkSize) { checkCases("DefaultChunkSize"); }
 
-// All-zero x rows give zero keys: such a step must write nothing. Zero steps
-// at the start, on chunk boundaries, inside chunks and at the end; for every
-// batch row or for one only.
-TEST_F(ForwardTest, ZeroKeySteps) {
-  checkCases({{Rule::Delta, 2, 4, 2, 8, 35, 2, {0, 7, 8, 9, 20, 34}},
-              {Rule::Delta, 2, 4, 2, 8, 12, 3, {1, 2, 3, 4, 5}, 1},
-              {Rule::Sum, 2, 4, 2, 8, 19, 2, {0, 8, 18}, 0},
-              {Rule::Delta, 2, 4, 2, 8, 3, 1, {0, 1, 2}}},
-             DType::F32, kF32Bound);
-}
+TEST_F(ForwardTest, ZeroKeySteps) { checkCases("ZeroKeySteps"); }
 
 //===----------------------------------------------------------------------===//
 // Float64 against the float64 reference
 //===----------------------------------------------------------------------===//
 
 TEST_F(ForwardTest, Float64MatchesReference) {
-  checkCases({{Rule::Delta, 2, 4, 3, 8, 35, 2, {3, 8, 34}},
-              {Rule::Delta, 2, 4, 3, 8, 1, 1},
-              {Rule::Sum, 3, 16, 1, 16, 67, 3},
-              {Rule::Delta, 1, 64, 2, 64, 259, 1},
-              {Rule::Delta, 1, 64, 2, 64, 10, 2}},
-             DType::F64, kF64Bound);
+  checkCases("Float64MatchesReference");
 }
 
 //===----------------------------------------------------------------------===//
@@ -158,7 +98,7 @@ TEST_F(ForwardTest, Float64MatchesReference) {
 
 TEST_F(ForwardTest, LeavesInputsAlone) {
   Case c = smallCase();
-  auto kernel = fwp::jit::compile(c.desc(DType::F64));
+  auto kernel = fwp::jit::compile(c.desc(DType::F64, fwp::test::kBackend));
   Problem p = makeProblem(c, DType::F64, 7);
   Problem copy = p;
   runForward<double>(*kernel, p);
@@ -170,7 +110,7 @@ TEST_F(ForwardTest, LeavesInputsAlone) {
 
 TEST_F(ForwardTest, ConcurrentCallsAgree) {
   Case c = smallCase();
-  auto kernel = fwp::jit::compile(c.desc(DType::F32));
+  auto kernel = fwp::jit::compile(c.desc(DType::F32, fwp::test::kBackend));
   Problem p = makeProblem(c, DType::F32, 8);
   std::vector<double> expected = runForward<float>(*kernel, p);
   std::vector<std::vector<double>> results(8);
@@ -184,7 +124,8 @@ TEST_F(ForwardTest, ConcurrentCallsAgree) {
 }
 
 TEST_F(ForwardTest, EmptySequenceOrBatchDoesNothing) {
-  auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
+  auto kernel =
+      fwp::jit::compile(smallCase().desc(DType::F32, fwp::test::kBackend));
   // Nothing is read or written: null buffers are fine.
   const float *none = nullptr;
   kernel->forward(0, 3, none, none, none, none, none, none, none, nullptr);
@@ -192,7 +133,8 @@ TEST_F(ForwardTest, EmptySequenceOrBatchDoesNothing) {
 }
 
 TEST_F(ForwardTest, RefusesBadArguments) {
-  auto kernel = fwp::jit::compile(smallCase().desc(DType::F32));
+  auto kernel =
+      fwp::jit::compile(smallCase().desc(DType::F32, fwp::test::kBackend));
   std::vector<float> buf(1024);
   const float *b = buf.data();
   EXPECT_EQ(invalidArgumentMessage([&] {

@@ -16,44 +16,10 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <exception>
 #include <filesystem>
 
 namespace {
-
-/// The buffer's values in the entry's element type, as bytes.
-std::vector<char> toBytes(const fwp::npy::Array &array, fwp::rt::DType dtype) {
-  std::vector<char> bytes(array.values.size() * fwp::rt::dtypeBytes(dtype));
-  for (size_t i = 0; i < array.values.size(); ++i) {
-    if (dtype == fwp::rt::DType::F32) {
-      float v = static_cast<float>(array.values[i]);
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    } else {
-      std::memcpy(bytes.data() + 8 * i, &array.values[i], 8);
-    }
-  }
-  return bytes;
-}
-
-fwp::npy::Array fromBytes(const std::vector<char> &bytes,
-                          const std::vector<int64_t> &shape,
-                          fwp::rt::DType dtype) {
-  fwp::npy::Array array{shape, dtype, {}};
-  size_t n = bytes.size() / fwp::rt::dtypeBytes(dtype);
-  for (size_t i = 0; i < n; ++i) {
-    if (dtype == fwp::rt::DType::F32) {
-      float v;
-      std::memcpy(&v, bytes.data() + 4 * i, 4);
-      array.values.push_back(v);
-    } else {
-      double v;
-      std::memcpy(&v, bytes.data() + 8 * i, 8);
-      array.values.push_back(v);
-    }
-  }
-  return array;
-}
 
 void run(const std::string &moduleDir, const std::string &inputs,
          const std::string &outputs) {
@@ -75,7 +41,7 @@ void run(const std::string &moduleDir, const std::string &inputs,
       throw std::runtime_error(fmt::format(
           "{}: shape {}, expected {}", path, fwp::npy::formatShape(array.shape),
           fwp::npy::formatShape(buffer.sizes)));
-    in.push_back(toBytes(array, info.dtype));
+    in.push_back(fwp::npy::toBytes(array, info.dtype));
   }
   for (const fwp::rt::AttentionBuffer &buffer : signature.outputs)
     out.emplace_back(*fwp::rt::elementCount(buffer.sizes) *
@@ -91,7 +57,8 @@ void run(const std::string &moduleDir, const std::string &inputs,
   for (size_t i = 0; i < out.size(); ++i)
     fwp::npy::write(
         fmt::format("{}/{}.npy", outputs, signature.outputs[i].name),
-        fromBytes(out[i], signature.outputs[i].sizes, info.dtype));
+        fwp::npy::fromBytes(out[i].data(), signature.outputs[i].sizes,
+                            info.dtype));
 }
 
 } // namespace

@@ -249,6 +249,17 @@ std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc);
 std::shared_ptr<const CompiledAttention>
 compileUncached(const KernelDesc &desc, const CompileOptions &options = {});
 
+/// Compiles `entry` of `desc` ahead of time into `dir`, which must not
+/// exist yet: the files and manifest a disk cache entry holds
+/// (docs/compiled-modules.md), which fwp::rt::AttentionEntry::load and
+/// fwp-exec run without the compiler. CUDA code needs no GPU to compile.
+/// Throws std::invalid_argument for an invalid description or an existing
+/// `dir`, std::runtime_error with the diagnostics if compiling fails
+/// (nothing is left at `dir` then). options.dumpDirectory, cacheDirectory
+/// and useDiskCache are ignored.
+void compileEntry(const KernelDesc &desc, EntryPoint entry,
+                  const std::string &dir, const CompileOptions &options = {});
+
 /// Number of kernels made so far in this process (by compile() for a
 /// description it had not seen, or by compileUncached()), failed ones
 /// included.

@@ -52,6 +52,14 @@ Array decode(const std::string &bytes, const std::string &name);
 /// runtime's, "f32").
 const char *numpyName(rt::DType dtype);
 
+/// The values of `array` as a dense buffer of `dtype` elements (a float32
+/// buffer rounds them), as the runtime's entry points take them.
+std::vector<char> toBytes(const Array &array, rt::DType dtype);
+
+/// An array of `shape` read from a dense buffer of `dtype` elements.
+Array fromBytes(const void *bytes, const std::vector<int64_t> &shape,
+                rt::DType dtype);
+
 /// Formats a shape as "[2, 3]" ("[]" for 0-d).
 std::string formatShape(const std::vector<int64_t> &shape);
 

@@ -69,6 +69,17 @@ public:
                    const std::vector<const void *> &inputs,
                    const std::vector<void *> &outputs) const = 0;
 
+  /// Whether the entry runs on a GPU (runOnDevice) rather than on the host.
+  virtual bool runsOnDevice() const { return false; }
+
+  /// A GPU entry on buffers already on the device (CUdeviceptr values of
+  /// the primary context, Cuda.h), in the order of run(): no copies, only
+  /// the plan's own scratch is allocated. Returns once the work is done.
+  /// Throws Error for a host entry.
+  virtual void runOnDevice(int64_t seqLen, int64_t batch,
+                           const std::vector<uint64_t> &inputs,
+                           const std::vector<uint64_t> &outputs) const;
+
 protected:
   explicit AttentionEntry(ModuleInfo info) : info_(std::move(info)) {}
 
