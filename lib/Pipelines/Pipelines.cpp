@@ -56,6 +56,7 @@ void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize) {
   pm.addPass(createFwpLowerDpfp());
   pm.addPass(createFwpLowerGate());
   pm.addPass(createFwpTileScan(FwpTileScanOptions{chunkSize}));
+  pm.addPass(createFwpLowerTiles());
 
   // Tensors at function boundaries become plain (identity-layout) memrefs,
   // results become out-parameters: the caller owns every buffer.
@@ -100,6 +101,7 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createFwpParallelLoopsToGPU());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createFwpKernelLaunchBounds());
 
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
@@ -107,6 +109,9 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   target.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  // Tiles are subviews: their offsets and strides become plain index
+  // arithmetic (affine, lowered next) on the base pointer.
+  device.addPass(memref::createExpandStridedMetadataPass());
   device.addPass(createLowerAffinePass());
   device.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;

@@ -1,9 +1,12 @@
 //===- ScanForward.cpp - Chunked forward kernels of fwp.scan --------------===//
 //
-// Inside a kernel, e.parallel loops are work shared by the threads of a
-// block; plain code and e.forLoop loops run on every thread. Each shared
-// loop reads only what earlier ones wrote, so a barrier after each is all a
-// GPU lowering needs.
+// The forward kernels are written at the tile level (TileBuilder.h): after
+// the chunk's rows are loaded into the workspace with masking at the
+// sequence end (the only code that sees the sequence length), every step is
+// an operation on static tiles. Inside a kernel, tile operations and
+// e.parallel loops are work shared by the threads of a block; plain code
+// and e.forLoop loops run on every thread. Each shared step reads only what
+// earlier ones wrote, so a barrier after each is all a GPU lowering needs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +19,7 @@ namespace fwp {
 ScanKernels::ScanKernels(ImplicitLocOpBuilder &b, const ScanConfig &config,
                          const ScanBuffers &buffers)
     : e(b, cast<MemRefType>(buffers.v.getType()).getElementType()),
-      config(config), buf(buffers) {}
+      tiles(b, e.elementType), config(config), buf(buffers) {}
 
 Value ScanKernels::numChunks(Value seqLen) {
   return arith::CeilDivSIOp::create(e.b, seqLen, e.index(config.chunk));
@@ -34,11 +37,13 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
     auto [t0, len] = chunkSpan(ids[2], seqLen);
     emitPrepare(ids[0], ids[1], t0, len);
   });
-  e.kernel("scan_state", {batch, heads}, [&](ValueRange ids) {
-    emitStateInit(ids[0], ids[1]);
+  Value blocks = e.index(config.dValue / config.valueBlock);
+  e.kernel("scan_state", {batch, heads, blocks}, [&](ValueRange ids) {
+    Value v0 = e.mulIndex(ids[2], e.index(config.valueBlock));
+    emitStateInit(ids[0], ids[1], v0);
     e.forLoop(e.index(0), chunks, [&](Value c) {
       auto [t0, len] = chunkSpan(c, seqLen);
-      emitStateChunk(ids[0], ids[1], c, t0, len);
+      emitStateChunk(ids[0], ids[1], v0, c, t0, len);
     });
   });
 }
@@ -78,159 +83,154 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
         e.store(dpfpNormalizer(pair.first, {t, b, h}), buf.featureNorms,
                 {b, h, t, e.index(slot)});
     });
-  e.parallel({len, e.index(config.dFeature)}, [&](ValueRange rf) {
-    Value t = e.addIndex(t0, rf[0]), f = rf[1];
-    for (auto [slot, pair] : llvm::enumerate(rows)) {
-      auto [src, dst] = pair;
-      if (!config.fusedDpfp) {
-        e.store(e.load(src, {t, b, h, f}), dst, {b, h, t, f});
-        continue;
-      }
-      // f = (i - 1) * 2d + j.
-      Value twoD = e.index(2 * config.dInput);
-      Value i = e.addIndex(arith::DivUIOp::create(e.b, f, twoD), e.index(1));
-      Value j = e.remIndex(f, twoD);
-      Value norm = e.load(buf.featureNorms, {b, h, t, e.index(slot)});
-      e.store(e.div(dpfpProduct(src, {t, b, h}, i, j), norm), dst,
-              {b, h, t, f});
-    }
-  });
-}
-
-/// dot(x[b, h, tx, :], y[b, h, ty, :]) over the feature dimension.
-Value ScanKernels::featureDot(Value x, Value tx, Value y, Value ty, Value b,
-                              Value h) {
-  return e.sum(e.index(0), e.index(config.dFeature), [&](Value f) {
-    return e.mul(e.load(x, {b, h, tx, f}), e.load(y, {b, h, ty, f}));
-  });
-}
-
-/// Rows of X = A diag(beta) Base with A = (I + diag(beta) stril(K K^T))^-1,
-/// by forward substitution down the chunk; one thread per column.
-void ScanKernels::emitForwardSubstitution(
-    Value width, Value out, Value b, Value h, Value t0, Value len,
-    function_ref<Value(Value, Value)> base) {
-  e.parallel({width}, [&](ValueRange col) {
-    e.forLoop(e.index(0), len, [&](Value r) {
-      Value t = e.addIndex(t0, r);
-      Value earlier = e.sum(e.index(0), r, [&](Value s) {
-        return e.mul(e.load(buf.gram, {b, h, t, s}),
-                     e.load(out, {b, h, e.addIndex(t0, s), col[0]}));
+  // Every row of the chunk: those past the sequence end are zero.
+  e.parallel(
+      {e.index(config.chunk), e.index(config.dFeature)}, [&](ValueRange rf) {
+        Value t = e.addIndex(t0, rf[0]), f = rf[1];
+        Value inside = e.less(rf[0], len);
+        for (auto [slot, pair] : llvm::enumerate(rows)) {
+          auto [src, dst] = pair;
+          Value feature = e.ifElse(
+              inside,
+              [&, src = src, slot = slot] {
+                if (!config.fusedDpfp)
+                  return e.load(src, {t, b, h, f});
+                // f = (i - 1) * 2d + j.
+                Value twoD = e.index(2 * config.dInput);
+                Value i = e.addIndex(arith::DivUIOp::create(e.b, f, twoD),
+                                     e.index(1));
+                Value j = e.remIndex(f, twoD);
+                Value norm = e.load(buf.featureNorms, {b, h, t, e.index(slot)});
+                return e.div(dpfpProduct(src, {t, b, h}, i, j), norm);
+              },
+              e.real(0.0));
+          e.store(feature, dst, {b, h, t, f});
+        }
       });
-      Value beta = e.load(buf.beta, {t, b, h});
-      e.store(e.mul(beta, e.sub(base(t, col[0]), earlier)), out,
-              {b, h, t, col[0]});
-    });
-  });
 }
 
-/// A = (I + M)^-1 itself, column by column: A[r, j] = [r == j] -
-/// beta_r sum_{s<r} (K K^T)[r, s] A[s, j]. Only the backward needs it.
-void ScanKernels::emitInverse(Value b, Value h, Value t0, Value len) {
-  e.parallel({e.index(config.chunk)}, [&](ValueRange col) {
-    e.forLoop(e.index(0), len, [&](Value r) {
-      Value t = e.addIndex(t0, r);
-      Value earlier = e.sum(e.index(0), r, [&](Value s) {
-        return e.mul(e.load(buf.gram, {b, h, t, s}),
-                     e.load(buf.a, {b, h, e.addIndex(t0, s), col[0]}));
-      });
-      Value identity = e.select(
-          arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, r, col[0]),
-          e.real(1.0), e.real(0.0));
-      Value beta = e.load(buf.beta, {t, b, h});
-      e.store(e.sub(identity, e.mul(beta, earlier)), buf.a, {b, h, t, col[0]});
+/// The chunk's values (and gates) in the workspace, zero past the sequence
+/// end: with the features, the only loads that see the sequence length.
+void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
+  e.parallel({e.index(config.chunk), e.index(config.dValue)},
+             [&](ValueRange ri) {
+               Value t = e.addIndex(t0, ri[0]);
+               Value v = e.ifElse(
+                   e.less(ri[0], len),
+                   [&] {
+                     return e.load(buf.v, {t, b, h, ri[1]});
+                   },
+                   e.real(0.0));
+               e.store(v, buf.vt, {b, h, t, ri[1]});
+             });
+  if (config.isDelta())
+    e.parallel({e.index(config.chunk)}, [&](ValueRange r) {
+      Value t = e.addIndex(t0, r[0]);
+      Value beta = e.ifElse(
+          e.less(r[0], len),
+          [&] {
+            return e.load(buf.beta, {t, b, h});
+          },
+          e.real(0.0));
+      e.store(beta, buf.bt, {b, h, t});
     });
+}
+
+/// A = (I + diag(b) G)^-1 with G = stril(K K^T), row by row:
+/// A[r, :] = I[r, :] - b_r G[r, :] A, each row one 1 x C by C x C product.
+/// Rows of A below r are still those of I then, and G[r, s] = 0 for s >= r,
+/// so the product sees only finished rows. A diag(b)'s rows hold each
+/// product until A is done.
+void ScanKernels::emitInverse(Value b, Value h, Value t0) {
+  int64_t chunk = config.chunk;
+  Value zero = e.index(0);
+  Value a = tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk);
+  tiles.identity(a);
+  e.forLoop(e.index(1), e.index(chunk), [&](Value r) {
+    Value t = e.addIndex(t0, r);
+    Value gRow = tiles.tile(buf.gram, {b, h, t, zero}, 1, chunk);
+    Value scratch = tiles.tile(buf.ab, {b, h, t, zero}, 1, chunk);
+    tiles.product(gRow, a, scratch);
+    tiles.subtractScaled(tiles.tile(buf.a, {b, h, t, zero}, 1, chunk),
+                         e.load(buf.bt, {b, h, t}), scratch);
   });
 }
 
 void ScanKernels::emitPrepare(Value b, Value h, Value t0, Value len) {
   emitFeatures(b, h, t0, len);
-  e.parallel({len, e.index(config.chunk)}, [&](ValueRange rs) {
-    Value t = e.addIndex(t0, rs[0]), ts = e.addIndex(t0, rs[1]);
-    Value zero = e.real(0.0);
-    e.store(e.ifElse(
-                e.lessEqual(rs[1], rs[0]),
-                [&] { return featureDot(buf.qf, t, buf.kf, ts, b, h); }, zero),
-            buf.pq, {b, h, t, rs[1]});
-    if (config.isDelta())
-      e.store(e.ifElse(
-                  e.less(rs[1], rs[0]),
-                  [&] { return featureDot(buf.kf, t, buf.kf, ts, b, h); },
-                  zero),
-              buf.gram, {b, h, t, rs[1]});
-  });
+  emitChunkLoads(b, h, t0, len);
+  int64_t chunk = config.chunk, dFeature = config.dFeature;
+  Value zero = e.index(0);
+  Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
+  Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
+  // P = tril(Q K^T).
+  Value p = tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk);
+  tiles.product(q, k, p, Transposed::Rhs);
+  tiles.maskLower(p, /*strict=*/false);
   if (!config.isDelta())
     return;
-  emitForwardSubstitution(e.index(config.dFeature), buf.wt, b, h, t0, len,
-                          [&](Value t, Value col) {
-                            return e.load(buf.kf, {b, h, t, col});
-                          });
-  emitForwardSubstitution(e.index(config.dValue), buf.ut, b, h, t0, len,
-                          [&](Value t, Value col) {
-                            return e.load(buf.v, {t, b, h, col});
-                          });
-  if (buf.a)
-    emitInverse(b, h, t0, len);
+  // G = stril(K K^T), then A, then W~ = A diag(b) K and U~ = A diag(b) V.
+  Value g = tiles.tile(buf.gram, {b, h, t0, zero}, chunk, chunk);
+  tiles.product(k, k, g, Transposed::Rhs);
+  tiles.maskLower(g, /*strict=*/true);
+  emitInverse(b, h, t0);
+  Value ab = tiles.tile(buf.ab, {b, h, t0, zero}, chunk, chunk);
+  tiles.scaleColumns(tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk),
+                     tiles.tile(buf.bt, {b, h, t0}, chunk), ab);
+  tiles.product(ab, k, tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature));
+  tiles.product(ab, tiles.tile(buf.vt, {b, h, t0, zero}, chunk, config.dValue),
+                tiles.tile(buf.ut, {b, h, t0, zero}, chunk, config.dValue));
 }
 
-void ScanKernels::emitStateInit(Value b, Value h) {
-  e.parallel(
-      {e.index(config.dValue), e.index(config.dFeature)}, [&](ValueRange iv) {
-        Value init = buf.initial ? e.load(buf.initial, {b, h, iv[0], iv[1]})
-                                 : e.real(0.0);
-        e.store(init, buf.state, {b, h, iv[0], iv[1]});
-      });
+/// The value block's rows of the state: the initial state, or zero.
+void ScanKernels::emitStateInit(Value b, Value h, Value v0) {
+  Value zero = e.index(0);
+  Value state = tiles.tile(buf.state, {b, h, v0, zero}, config.valueBlock,
+                           config.dFeature);
+  if (buf.initial)
+    tiles.copy(tiles.tile(buf.initial, {b, h, v0, zero}, config.valueBlock,
+                          config.dFeature),
+               state);
+  else
+    tiles.fill(state, 0.0);
 }
 
-/// U, Y and the next state of one chunk, given the state at its start.
-void ScanKernels::emitStateChunk(Value b, Value h, Value c, Value t0,
+/// U, Y and the next state of one chunk on the value block [v0, v0 + Bv),
+/// given the block's rows S of the state at the chunk's start.
+void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
                                  Value len) {
-  Value dValue = e.index(config.dValue), dFeature = e.index(config.dFeature);
-  // U = U~ - W~ S^T (delta); U = V (sum). A backward also keeps S.
-  e.parallel({len, dValue}, [&](ValueRange ri) {
-    Value t = e.addIndex(t0, ri[0]);
-    Value u;
-    if (config.isDelta()) {
-      Value retrieved = e.sum(e.index(0), dFeature, [&](Value f) {
-        return e.mul(e.load(buf.wt, {b, h, t, f}),
-                     e.load(buf.state, {b, h, ri[1], f}));
-      });
-      u = e.sub(e.load(buf.ut, {b, h, t, ri[1]}), retrieved);
-    } else {
-      u = e.load(buf.v, {t, b, h, ri[1]});
-    }
-    e.store(u, buf.u, {b, h, t, ri[1]});
-  });
+  int64_t chunk = config.chunk, dFeature = config.dFeature,
+          block = config.valueBlock;
+  Value zero = e.index(0);
+  Value s = tiles.tile(buf.state, {b, h, v0, zero}, block, dFeature);
+  Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
+  Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
+  // U = U~ - W~ S^T (delta); U = V (sum).
+  Value u = tiles.tile(buf.u, {b, h, t0, v0}, chunk, block);
+  if (config.isDelta()) {
+    tiles.product(tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature), s, u,
+                  Transposed::Rhs);
+    tiles.subtract(tiles.tile(buf.ut, {b, h, t0, v0}, chunk, block), u, u);
+  } else {
+    tiles.copy(tiles.tile(buf.vt, {b, h, t0, v0}, chunk, block), u);
+  }
+  // A backward keeps S.
   if (buf.chunkStates)
-    e.parallel({dValue, dFeature}, [&](ValueRange iv) {
-      e.store(e.load(buf.state, {b, h, iv[0], iv[1]}), buf.chunkStates,
-              {b, h, c, iv[0], iv[1]});
+    tiles.copy(
+        s, tiles.tile(buf.chunkStates, {b, h, c, v0, zero}, block, dFeature));
+  // Y = Q S^T + P U, stored for the chunk's rows before the sequence end.
+  if (buf.y) {
+    Value y = tiles.tile(buf.yw, {b, h, t0, v0}, chunk, block);
+    tiles.product(q, s, y, Transposed::Rhs);
+    tiles.product(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), u, y,
+                  Transposed::None, /*accumulate=*/true);
+    e.parallel({len, e.index(block)}, [&](ValueRange ri) {
+      Value t = e.addIndex(t0, ri[0]), col = e.addIndex(v0, ri[1]);
+      e.store(e.load(buf.yw, {b, h, t, col}), buf.y, {t, b, h, col});
     });
-  // Y = Q S^T + tril(Q K^T) U.
-  if (buf.y)
-    e.parallel({len, dValue}, [&](ValueRange ri) {
-      Value t = e.addIndex(t0, ri[0]);
-      Value fromState = e.sum(e.index(0), dFeature, [&](Value f) {
-        return e.mul(e.load(buf.qf, {b, h, t, f}),
-                     e.load(buf.state, {b, h, ri[1], f}));
-      });
-      Value fromChunk =
-          e.sum(e.index(0), e.addIndex(ri[0], e.index(1)), [&](Value s) {
-            return e.mul(e.load(buf.pq, {b, h, t, s}),
-                         e.load(buf.u, {b, h, e.addIndex(t0, s), ri[1]}));
-          });
-      e.store(e.add(fromState, fromChunk), buf.y, {t, b, h, ri[1]});
-    });
+  }
   // S' = S + U^T K.
-  e.parallel({dValue, dFeature}, [&](ValueRange iv) {
-    Value update = e.sum(e.index(0), len, [&](Value r) {
-      Value t = e.addIndex(t0, r);
-      return e.mul(e.load(buf.u, {b, h, t, iv[0]}),
-                   e.load(buf.kf, {b, h, t, iv[1]}));
-    });
-    Value old = e.load(buf.state, {b, h, iv[0], iv[1]});
-    e.store(e.add(old, update), buf.state, {b, h, iv[0], iv[1]});
-  });
+  tiles.product(u, k, s, Transposed::Lhs, /*accumulate=*/true);
 }
 
 } // namespace fwp

@@ -7,11 +7,10 @@
 // instance touches are contiguous.
 //
 // Forward (fwp.scan):
-//   prepare     forall (b, h, chunk)  features, tril(Q K^T), K K^T, and by
-//                                      forward substitution W~ = A b K,
-//                                      U~ = A b V (and A itself for the
-//                                      backward)
-//   state       forall (b, h)          sequential over chunks: U, Y, S'
+//   prepare     forall (b, h, chunk)  features, tril(Q K^T), K K^T, A, and
+//                                      W~ = A b K, U~ = A b V (tiles)
+//   state       forall (b, h, vblock)  sequential over chunks: U, Y, S' on
+//                                      a block of value columns (tiles)
 // Backward (fwp.scan_grad): prepare and state again (the state kernel keeps
 // each chunk's start state and U), then
 //   state_grad  forall (b, h)          backwards over chunks: dU and the
@@ -26,6 +25,7 @@
 #define FWP_LIB_TRANSFORMS_SCANKERNELS_H
 
 #include "LoopEmitter.h"
+#include "TileBuilder.h"
 
 #include "fwp/Dialect/FwpOps.h"
 
@@ -41,6 +41,8 @@ struct ScanConfig {
   int64_t dFeature = 0;
   int64_t dValue = 0;
   int64_t chunk = 0;
+  /// Value columns per scan_state instance; divides dValue.
+  int64_t valueBlock = 0;
 
   bool isDelta() const { return rule == Rule::Delta; }
 };
@@ -52,11 +54,13 @@ struct ScanBuffers {
   // Forward outputs: y [T, B, H, d_v]; the running state [B, H, d_v, D],
   // which ends as the final state.
   Value y, state;
-  // Forward workspace [B, H, T, *]: features (D), tril(Q K^T) (C), and for
-  // the delta rule W~ (D), U~ (d_v), stril(K K^T) (C) and A (C); new values
-  // U (d_v); the state at every chunk start [B, H, chunks, d_v, D] (backward
+  // Forward workspace [B, H, T', *], T' = T rounded up to whole chunks, the
+  // rows past T zero: features (D), tril(Q K^T) (C), values V (d_v), new
+  // values U (d_v), outputs Y (d_v); for the delta rule the gates b
+  // ([B, H, T']), W~ (D), U~ (d_v), stril(K K^T) (C), A (C) and A diag(b)
+  // (C); the state at every chunk start [B, H, chunks, d_v, D] (backward
   // only).
-  Value qf, kf, pq, wt, ut, gram, a, u, chunkStates;
+  Value qf, kf, pq, vt, u, yw, bt, wt, ut, gram, a, ab, chunkStates;
   // DPFP's normaliser sum(phi) + eps of each step's q and k (2), if fused.
   Value featureNorms;
   // Backward inputs: dy [T, B, H, d_v], dFinal [B, H, d_v, D].
@@ -103,14 +107,11 @@ private:
                           Value h, Value t, Value n, int64_t slot);
 
   // Forward pieces.
-  Value featureDot(Value x, Value tx, Value y, Value ty, Value b, Value h);
-  void emitForwardSubstitution(Value width, Value out, Value b, Value h,
-                               Value t0, Value len,
-                               function_ref<Value(Value, Value)> base);
-  void emitInverse(Value b, Value h, Value t0, Value len);
+  void emitChunkLoads(Value b, Value h, Value t0, Value len);
+  void emitInverse(Value b, Value h, Value t0);
   void emitPrepare(Value b, Value h, Value t0, Value len);
-  void emitStateInit(Value b, Value h);
-  void emitStateChunk(Value b, Value h, Value c, Value t0, Value len);
+  void emitStateInit(Value b, Value h, Value v0);
+  void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len);
 
   // Backward pieces.
   void emitStateGradInit(Value b, Value h);
@@ -120,6 +121,7 @@ private:
   void emitInputGrads(Value b, Value h, Value t0, Value len);
 
   Emitter e;
+  TileBuilder tiles;
   ScanConfig config;
   ScanBuffers buf;
 };

@@ -38,7 +38,8 @@ Value allocate(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
 /// Reads what every scan-like op shares: element type, static sizes, rule
 /// and DPFP.
 template <typename ScanLikeOp>
-FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk) {
+FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
+                                 int64_t valueBlock) {
   auto qType = op.getQ().getType();
   auto vType = op.getV().getType();
   Type elementType = vType.getElementType();
@@ -61,6 +62,8 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk) {
   }
   config.dValue = vType.getDimSize(3);
   config.chunk = chunk;
+  config.valueBlock =
+      config.dValue % valueBlock == 0 ? valueBlock : config.dValue;
   return config;
 }
 
@@ -84,21 +87,38 @@ public:
       shape = llvm::to_vector(type.getShape());
     return allocate(b, shape, stateSizes(), elementType);
   }
-  /// Workspace [B, H, T, width].
+  /// Workspace [B, H, T', width], T' = T rounded up to whole chunks.
   Value workspace(int64_t width) {
     return allocate(b, {dyn, dyn, dyn, width},
-                    {batch, heads, seqLen, e.index(width)}, elementType);
+                    {batch, heads, paddedSteps(), e.index(width)}, elementType);
+  }
+  /// One value per step, [B, H, T'].
+  Value workspaceColumn() {
+    return allocate(b, {dyn, dyn, dyn}, {batch, heads, paddedSteps()},
+                    elementType);
   }
   /// One state per chunk, [B, H, chunks, d_v, D].
   Value perChunkStates() {
-    Value chunks = arith::CeilDivSIOp::create(b, seqLen, e.index(config.chunk));
     return allocate(b, {dyn, dyn, dyn, config.dValue, config.dFeature},
-                    {batch, heads, chunks, e.index(config.dValue),
+                    {batch, heads, chunks(), e.index(config.dValue),
                      e.index(config.dFeature)},
                     elementType);
   }
 
 private:
+  /// The number of chunks and T', made once, where the first buffer needs
+  /// them.
+  Value chunks() {
+    if (!chunkCount)
+      chunkCount = arith::CeilDivSIOp::create(b, seqLen, e.index(config.chunk));
+    return chunkCount;
+  }
+  Value paddedSteps() {
+    if (!padded)
+      padded = e.mulIndex(chunks(), e.index(config.chunk));
+    return padded;
+  }
+
   SmallVector<Value> stateSizes() {
     return {batch, heads, e.index(config.dValue), e.index(config.dFeature)};
   }
@@ -109,6 +129,7 @@ private:
   ScanConfig config;
   Type elementType;
   Value seqLen, batch, heads;
+  Value chunkCount, padded;
 };
 
 /// The forward workspace; with `forBackward`, also what the backward reads.
@@ -117,15 +138,19 @@ void allocateForwardWorkspace(ScanAllocator &alloc, const ScanConfig &config,
   buf.qf = alloc.workspace(config.dFeature);
   buf.kf = alloc.workspace(config.dFeature);
   buf.pq = alloc.workspace(config.chunk);
+  buf.vt = alloc.workspace(config.dValue);
   buf.u = alloc.workspace(config.dValue);
+  if (!forBackward)
+    buf.yw = alloc.workspace(config.dValue);
   if (config.fusedDpfp)
     buf.featureNorms = alloc.workspace(2);
   if (config.isDelta()) {
+    buf.bt = alloc.workspaceColumn();
     buf.wt = alloc.workspace(config.dFeature);
     buf.ut = alloc.workspace(config.dValue);
     buf.gram = alloc.workspace(config.chunk);
-    if (forBackward)
-      buf.a = alloc.workspace(config.chunk);
+    buf.a = alloc.workspace(config.chunk);
+    buf.ab = alloc.workspace(config.chunk);
   }
   if (forBackward)
     buf.chunkStates = alloc.perChunkStates();
@@ -155,8 +180,8 @@ void readInputs(ImplicitLocOpBuilder &b, ScanLikeOp op, ScanBuffers &buf) {
   buf.initial = toBuffer(b, op.getInitial());
 }
 
-LogicalResult lowerScan(ScanOp op, int64_t chunk) {
-  FailureOr<ScanConfig> config = readConfig(op, chunk);
+LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock) {
+  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock);
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -182,8 +207,8 @@ LogicalResult lowerScan(ScanOp op, int64_t chunk) {
   return success();
 }
 
-LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk) {
-  FailureOr<ScanConfig> config = readConfig(op, chunk);
+LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock) {
+  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock);
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -246,7 +271,13 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     if (chunkSize < 1) {
       getOperation()->emitError("fwp-tile-scan: chunk-size must be at least "
                                 "1, got ")
-          << chunkSize;
+          << static_cast<int64_t>(chunkSize);
+      return signalPassFailure();
+    }
+    if (valueBlock < 1) {
+      getOperation()->emitError("fwp-tile-scan: value-block must be at least "
+                                "1, got ")
+          << static_cast<int64_t>(valueBlock);
       return signalPassFailure();
     }
     SmallVector<Operation *> scans;
@@ -256,8 +287,9 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     });
     for (Operation *op : scans) {
       LogicalResult lowered =
-          isa<ScanOp>(op) ? lowerScan(cast<ScanOp>(op), chunkSize)
-                          : lowerScanGrad(cast<ScanGradOp>(op), chunkSize);
+          isa<ScanOp>(op)
+              ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock)
+              : lowerScanGrad(cast<ScanGradOp>(op), chunkSize, valueBlock);
       if (failed(lowered))
         return signalPassFailure();
     }

@@ -1,19 +1,39 @@
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: not fwp-opt %s -fwp-tile-scan=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
+// RUN: not fwp-opt %s -fwp-tile-scan=value-block=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
 
-// The delta rule: a prepare kernel over (batch, head, chunk) with the
-// features, the two C x C products and two forward substitutions, then a
-// state kernel over (batch, head) with a sequential loop over chunks.
+// CHUNK: error: fwp-tile-scan: chunk-size must be at least 1, got 0
+// BLOCK: error: fwp-tile-scan: value-block must be at least 1, got 0
+
+// The delta rule at the tile level. The workspace is padded to whole
+// chunks (N * 16 rows). A prepare kernel over (batch, head, chunk) loads
+// the chunk with masking (shared loops over its 16 rows), then works on
+// static tiles: P = tril(Q K^T) and G = stril(K K^T) as products with a
+// transposed operand and a causal mask, A row by row (a 1 x 16 product per
+// row), W~ and U~ as products. A state kernel over (batch, head, value
+// block) runs the chunks in order on its 8 x 32 block of the state.
 // CHECK-LABEL: func @delta_fused
 // CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
 // CHECK: %[[S:.*]] = memref.alloc() : memref<2x4x8x32xf32>
-// CHECK: %[[N:.*]] = arith.ceildivsi %[[T]], %c16
-// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
-// CHECK-COUNT-4: scf.parallel
+// CHECK: %[[CHUNKS:.*]] = arith.ceildivsi %[[T]], %c16
+// CHECK: %[[PADDED:.*]] = arith.muli %[[CHUNKS]], %c16
+// CHECK: memref.alloc(%{{.*}}, %{{.*}}, %[[PADDED]]) : memref<?x?x?x32xf32>
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N:.*]]) {
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c16{{.*}}, %c32
+// CHECK: linalg.matmul indexing_maps = [#[[LHS:.*]], #[[RHS_T:.*]], #[[OUT:.*]]] ins(%{{.*}}, %{{.*}} : memref<16x32xf32
+// CHECK-SAME: outs(%{{.*}} : memref<16x16xf32
+// CHECK: linalg.generic
+// CHECK: arith.cmpi ule
+// CHECK: linalg.matmul
+// CHECK: arith.cmpi ult
+// CHECK: scf.for %{{.*}} = %c1{{.*}} to %c16
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<1x16xf32{{.*}}, memref<16x16xf32
 // CHECK: } {fwp.kernel = "scan_prepare"}
-// CHECK: scf.forall (%{{.*}}, %{{.*}}) in
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[N]]
-// CHECK-COUNT-3: scf.parallel
+// CHECK: linalg.matmul {{.*}} memref<8x32xf32
+// CHECK: linalg.matmul indexing_maps = [#[[LHS_T:.*]], #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<16x8xf32{{.*}}, memref<16x32xf32{{.*}} outs(%{{.*}} : memref<8x32xf32
 // CHECK: } {fwp.kernel = "scan_state"}
 // CHECK: bufferization.to_tensor %[[Y]] restrict writable
 // CHECK: bufferization.to_tensor %[[S]] restrict writable
@@ -29,13 +49,16 @@ func.func @delta_fused(%q: tensor<?x2x4x8xf32>, %k: tensor<?x2x4x8xf32>,
 
 // -----
 
-// The sum rule needs no forward substitution: the prepare kernel only maps
-// features and forms tril(Q K^T).
+// The sum rule needs no inverse: the prepare kernel loads features and
+// values and forms tril(Q K^T), one product; the state kernel copies V for
+// U. d_v = 2 is below the value block: one block of 2 columns.
 // CHECK-LABEL: func @sum_unfused
 // CHECK: scf.forall
-// CHECK-COUNT-2: scf.parallel
-// CHECK-NOT: scf.parallel
+// CHECK-COUNT-1: linalg.matmul
+// CHECK-NOT: linalg.matmul
 // CHECK: } {fwp.kernel = "scan_prepare"}
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
+// CHECK: memref<16x2xf64
 func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
     -> tensor<?x?x?x2xf64> {
   %y = fwp.scan sum %q, %q, %v
@@ -46,16 +69,16 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 
 // -----
 
-// The gradient: prepare (now also forming A, a fifth shared loop) and state
-// (keeping every chunk's start state), then the state gradient backwards
-// over chunks and the per-chunk gradients in parallel.
+// The gradient: prepare and state (keeping every chunk's start state: a
+// copy of the state tile), then the state gradient backwards over chunks
+// and the per-chunk gradients in parallel.
 // CHECK-LABEL: func @delta_grad
 // CHECK: %[[STATES:.*]] = memref.alloc({{.*}}) : memref<?x?x?x8x16xf32>
 // CHECK: scf.forall
-// CHECK-COUNT-5: scf.parallel
 // CHECK: } {fwp.kernel = "scan_prepare"}
 // CHECK: scf.forall
-// CHECK: memref.store %{{.*}}, %[[STATES]]
+// CHECK: %[[KEPT:.*]] = memref.subview %[[STATES]]
+// CHECK: linalg.generic {{.*}} outs(%[[KEPT]] : memref<8x16xf32
 // CHECK: } {fwp.kernel = "scan_state"}
 // CHECK: scf.forall
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[N:.*]] step

@@ -43,4 +43,22 @@ def FwpParallelLoopsToGPU : Pass<"fwp-parallel-loops-to-gpu"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def FwpKernelLaunchBounds : Pass<"fwp-kernel-launch-bounds",
+                                 "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Give each outlined fwp kernel its launch bounds";
+  let description = [{
+    Sets `nvvm.minctasm` (PTX `.minnctapersm`) on every kernel of the GPU
+    module, the minimum number of thread blocks per multiprocessor its
+    registers must allow: 1 by default, so that ptxas neither caps a
+    kernel's registers for occupancy nor spills to reach that cap. (The
+    block size, `.maxntid`, comes from `gpu.known_block_size`.) Runs after
+    `gpu-kernel-outlining`, which does not carry a launch's attributes over.
+  }];
+  let options = [
+    Option<"minBlocksPerMultiprocessor", "min-blocks", "int64_t",
+           /*default=*/"1", "thread blocks per multiprocessor to allow for">
+  ];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // FWP_CONVERSION_PASSES_TD

@@ -54,30 +54,59 @@ def FwpLowerGate : Pass<"fwp-lower-gate"> {
 }
 
 def FwpTileScan : Pass<"fwp-tile-scan"> {
-  let summary = "Tile fwp.scan over (batch, head) and chunks of the sequence";
+  let summary = "Tile fwp.scan over (batch, head, value block) and chunks";
   let description = [{
     Lowers each `fwp.scan` to buffers and to the chunked (WY) form of the
-    delta rule (docs/delta-rule-math.md, section 4), as two kernels:
+    delta rule (docs/delta-rule-math.md, section 4), as two kernels written
+    at the **tile level** (TileBuilder.h): static-shape views of a
+    workspace padded to whole chunks, and linalg products, masks and maps
+    on them.
 
-    - `scan_prepare`, an `scf.forall` over (batch, head, chunk): the per-chunk
-      parts that do not depend on the state (DPFP features, `K K^T`,
-      `tril(Q K^T)`, and `W~ = A diag(b) K`, `U~ = A diag(b) V` by forward
-      substitution), all chunks in parallel;
-    - `scan_state`, an `scf.forall` over (batch, head) with a sequential
-      `scf.for` over chunks: the state hand-over `U = U~ - W~ S^T`,
-      `Y = Q S^T + tril(Q K^T) U`, `S' = S + U^T K`.
+    - `scan_prepare`, an `scf.forall` over (batch, head, chunk): the chunk's
+      DPFP features, values and gates loaded with masking at the sequence
+      end; the tiles `P = tril(Q K^T)`, `G = stril(K K^T)`, the inverse
+      `A = (I + diag(b) G)^-1` row by row (each row one 1 x C by C x C
+      product), `W~ = A diag(b) K` and `U~ = A diag(b) V`; all chunks in
+      parallel.
+    - `scan_state`, an `scf.forall` over (batch, head, value block) with a
+      sequential `scf.for` over chunks: `U = U~ - W~ S^T`,
+      `Y = Q S^T + P U`, `S' = S + U^T K` on the block's rows of the state.
+      Value blocks are independent, so the grid grows with d_v.
 
-    Inside a kernel, `scf.parallel` loops are the parts a thread block
-    shares; sequential `scf.for` loops are run by every thread. Feature and
-    value sizes must be static; the sequence, batch and heads may be
-    dynamic. Accumulation is in the element type (float32 or float64).
+    Inside a kernel, each tile operation (and each `scf.parallel` loop) is
+    work the thread block shares; sequential `scf.for` loops are run by
+    every thread. Feature and value sizes must be static; the sequence,
+    batch and heads may be dynamic. Accumulation is in the element type
+    (float32 or float64). The backward (`fwp.scan_grad`) reuses the
+    forward's kernels and adds its own (ScanKernels.h).
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
-           "steps per chunk (C)">
+           "steps per chunk (C)">,
+    Option<"valueBlock", "value-block", "int64_t", /*default=*/"32",
+           "value columns per scan_state instance (d_v if it does not "
+           "divide d_v)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def FwpLowerTiles : Pass<"fwp-lower-tiles"> {
+  let summary = "Lower the tile operations inside fwp kernels to loops";
+  let description = [{
+    The tile level's products (`linalg.matmul` on static views inside an
+    `scf.forall` tagged `fwp.kernel`) become an `scf.parallel` loop over
+    the output tile whose points each sum their dot product in a register
+    (an `scf.for` with an accumulator) before one read-modify-write of the
+    output; the other tile operations (fills, masks, maps, copies) become
+    `scf.parallel` loops. Both backends share this lowering: the GPU maps
+    each loop onto the threads of a block (fwp-kernels-to-gpu), the CPU
+    runs it. linalg operations outside kernels are left alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
 }

@@ -1,0 +1,79 @@
+//===- TileBuilder.h - The tile level of fwp's kernels ----------*- C++ -*-===//
+//
+// Inside a kernel, the chunked scan is written as operations on tiles:
+// static-shape 2-D views of the workspace (chunk x features, chunk x value
+// block, value block x features, chunk x chunk) and upstream linalg
+// operations on them: products with the accumulator in the element type
+// (linalg.matmul, transposes through its indexing maps), elementwise maps,
+// causal masks, fills and copies (linalg.generic). This is the level both
+// backends lower from (fwp-lower-tiles): to loops that accumulate in
+// registers today, per op family to tensor cores and vector units next.
+//
+// Tiles never cross the sequence end: the workspace is padded to whole
+// chunks with zero rows, so only the loads of a chunk from the inputs and
+// the stores of its outputs are masked (ScanForward.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_LIB_TRANSFORMS_TILEBUILDER_H
+#define FWP_LIB_TRANSFORMS_TILEBUILDER_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fwp {
+
+/// Which operands of a tile product are read transposed.
+enum class Transposed { None, Lhs, Rhs };
+
+class TileBuilder {
+public:
+  TileBuilder(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType)
+      : b(b), elementType(elementType) {}
+
+  /// The static [rows, cols] tile of `buffer` whose first element is at
+  /// `offsets` (one per dimension of `buffer`); the leading dimensions are
+  /// dropped. cols = 0 gives a 1-D tile of `rows` along the last dimension.
+  mlir::Value tile(mlir::Value buffer, llvm::ArrayRef<mlir::Value> offsets,
+                   int64_t rows, int64_t cols = 0);
+
+  /// tile = value.
+  void fill(mlir::Value tile, double value);
+  /// tile = I (square).
+  void identity(mlir::Value tile);
+
+  /// out = op(lhs) op(rhs), or out += op(lhs) op(rhs) with `accumulate`:
+  /// linalg.matmul, its operands read transposed as `transposed` says.
+  void product(mlir::Value lhs, mlir::Value rhs, mlir::Value out,
+               Transposed transposed = Transposed::None,
+               bool accumulate = false);
+
+  /// Zeroes tile[i, j] above the diagonal (j > i), or on and above it
+  /// (j >= i) if `strict`: the causal masks.
+  void maskLower(mlir::Value tile, bool strict);
+
+  /// out = lhs - rhs, elementwise (out may be either operand).
+  void subtract(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
+
+  /// out[i, j] = in[i, j] * scale[j] (1-D scale).
+  void scaleColumns(mlir::Value in, mlir::Value scale, mlir::Value out);
+
+  /// row = row - scale * delta, for 1-row tiles row and delta and a scalar.
+  void subtractScaled(mlir::Value row, mlir::Value scale, mlir::Value delta);
+
+  /// out = in.
+  void copy(mlir::Value in, mlir::Value out);
+
+private:
+  int64_t rank(mlir::Value tile) const;
+  mlir::AffineMap identityMap(int64_t rank) const;
+  llvm::SmallVector<mlir::utils::IteratorType> parallel(int64_t rank) const;
+
+  mlir::ImplicitLocOpBuilder &b;
+  mlir::Type elementType;
+};
+
+} // namespace fwp
+
+#endif // FWP_LIB_TRANSFORMS_TILEBUILDER_H
