@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""fwp's CPU forward against the chunked PyTorch forward, in one run.
+
+    bench/cpu_vs_pytorch.py [--fwp-bench build/bin/fwp-bench] [--quick]
+                            [--markdown FILE]
+
+Runs fwp-bench (fwp's compiled float32 forward of the whole module, timed
+in C++, median after a warm-up) and then, on the same shapes, the chunked
+PyTorch forward of bench/pytorch_peer.py (float32, chunk 64) on one thread
+and on every core, and prints one table with the ratios. PyTorch's timings
+are medians of at least 3 runs and 0.5 s after a warm-up call, like
+fwp-bench's. Debian's PyTorch uses the BLAS that `libblas.so.3` points to:
+this script says which (OpenBLAS, not the reference BLAS, for a fair peer).
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+import pytorch_peer  # noqa: E402
+
+
+def median_ms(call, min_runs=3, min_seconds=0.5, max_seconds=5.0):
+    call()  # warm-up
+    times = []
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+        spent = time.perf_counter() - start
+        if (len(times) >= min_runs and spent >= min_seconds) or \
+                spent >= max_seconds:
+            break
+    return statistics.median(times) * 1e3
+
+
+def peer_ms(threads, steps, batch, d_model, heads, nu, rule):
+    """The peer's median in a process of its own: OpenBLAS sizes its thread
+    pool from the environment when it loads, which torch.set_num_threads
+    does not change, and idle pool threads that spin would steal the core
+    from a one-thread run."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS=str(threads))
+    shape = f"{steps},{batch},{d_model},{heads},{nu},{rule}"
+    out = subprocess.run(
+        [sys.executable, __file__, "--peer", shape, "--threads",
+         str(threads)], env=env, check=True, capture_output=True, text=True)
+    return float(out.stdout.strip())
+
+
+def time_peer(shape, threads):
+    steps, batch, d_model, heads, nu, rule = shape.split(",")
+    steps, batch, d_model, heads, nu = map(int,
+                                           (steps, batch, d_model, heads, nu))
+    torch.set_num_threads(threads)
+    x, w = pytorch_peer.random_problem(steps, batch, d_model, heads)
+    with torch.no_grad():
+        return median_ms(lambda: pytorch_peer.chunked_forward(
+            x, w, heads, nu=nu, rule=rule))
+
+
+def blas_in_use():
+    try:
+        return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    except OSError:
+        return "unknown"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fwp-bench", default="build/bin/fwp-bench")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--markdown", help="also write the table here")
+    parser.add_argument("--peer", help=argparse.SUPPRESS)  # T,B,d,H,nu,rule
+    parser.add_argument("--threads", type=int, default=1,
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.peer:
+        print(time_peer(args.peer, args.threads))
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        table = os.path.join(tmp, "fwp.csv")
+        command = [args.fwp_bench, "--csv", table] + (["--quick"]
+                                                       if args.quick else [])
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        with open(table) as f:
+            rows = [r for r in csv.DictReader(f) if r["backend"] == "cpu"]
+
+    cores = os.cpu_count()
+    lines = [
+        f"fwp (compiled, float32, chunk 64) vs chunked PyTorch {torch.__version__}"
+        f" (float32, chunk 64), forward of the whole module",
+        f"machine: {platform.processor() or platform.machine()}, {cores} cores;"
+        f" BLAS: {blas_in_use()}; {datetime.date.today()}",
+        "",
+        f"{'T':>5} {'B':>2} {'d_model':>7} {'heads':>5} {'nu':>2}  {'rule':<5}"
+        f" {'fwp ms':>9} {'torch 1t ms':>12} {f'torch {cores}t ms':>12}"
+        f" {'fwp vs 1t':>9} {f'vs {cores}t':>7}",
+    ]
+    print("\n".join(lines), flush=True)
+    for r in rows:
+        steps, batch, d_model = int(r["seq_len"]), int(r["batch"]), int(
+            r["d_model"])
+        heads, nu, rule = int(r["heads"]), int(r["nu"]), r["rule"]
+        timings = [
+            peer_ms(threads, steps, batch, d_model, heads, nu, rule)
+            for threads in (1, cores)
+        ]
+        fwp_ms = float(r["compiled_ms"])
+        line = (f"{steps:>5} {batch:>2} {d_model:>7} {heads:>5} {nu:>2}  "
+                f"{rule:<5} {fwp_ms:>9.3f} {timings[0]:>12.3f} "
+                f"{timings[1]:>12.3f} {timings[0] / fwp_ms:>8.2f}x "
+                f"{timings[1] / fwp_ms:>6.2f}x")
+        print(line, flush=True)
+        lines.append(line)
+    lines.append("")
+    lines.append("fwp runs on one thread; 'fwp vs 1t' > 1 means fwp is faster.")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("```\n" + "\n".join(lines) + "\n```\n")
+
+
+if __name__ == "__main__":
+    main()
