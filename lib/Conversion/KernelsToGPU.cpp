@@ -11,6 +11,7 @@
 #include "Delinearize.h"
 
 #include "fwp/Conversion/Passes.h"
+#include "fwp/Transforms/Kernels.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -78,7 +79,7 @@ LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
   Value threads = arith::ConstantIndexOp::create(b, blockSize);
   // Outlining names the kernel (and its module) after the fwp.kernel tag,
   // so that PTX, plans and profiles say which kernel is which.
-  auto name = forall->getAttrOfType<StringAttr>("fwp.kernel");
+  auto name = forall->getAttrOfType<StringAttr>(kKernelAttrName);
   auto symbol = FlatSymbolRefAttr::get(b.getContext(), name.getValue());
   auto launch = gpu::LaunchOp::create(
       b, grid[0], grid[1], grid[2], threads, one, one,
@@ -86,7 +87,7 @@ LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
       /*asyncDependencies=*/{}, /*workgroupAttributions=*/{},
       /*privateAttributions=*/{}, /*clusterSizeX=*/nullptr,
       /*clusterSizeY=*/nullptr, /*clusterSizeZ=*/nullptr, symbol, symbol);
-  launch->setAttr("fwp.kernel", name);
+  launch->setAttr(kKernelAttrName, name);
 
   Block &body = launch.getBody().front();
   gpu::KernelDim3 blockIds = launch.getBlockIds();
@@ -124,7 +125,7 @@ struct KernelsToGPUPass : impl::FwpKernelsToGPUBase<KernelsToGPUPass> {
     }
     SmallVector<scf::ForallOp> kernels;
     getOperation()->walk([&](scf::ForallOp op) {
-      if (op->hasAttr("fwp.kernel"))
+      if (op->hasAttr(kKernelAttrName))
         kernels.push_back(op);
     });
     for (scf::ForallOp kernel : kernels)

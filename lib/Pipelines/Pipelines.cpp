@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -38,6 +39,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -56,7 +58,6 @@ void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize) {
   pm.addPass(createFwpLowerDpfp());
   pm.addPass(createFwpLowerGate());
   pm.addPass(createFwpTileScan(FwpTileScanOptions{chunkSize}));
-  pm.addPass(createFwpLowerTiles());
 
   // Tensors at function boundaries become plain (identity-layout) memrefs,
   // results become out-parameters: the caller owns every buffer.
@@ -75,6 +76,9 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // the runtime, and canonicalising the kernels before they are mapped to
   // threads made ptxas spill, so it skips both.)
   bufferization::buildBufferDeallocationPipeline(pm);
+  // The kernels' tiles onto the vector units.
+  pm.addPass(createFwpTilesToVectors());
+  pm.addPass(createFwpLowerTiles());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createConvertLinalgToLoopsPass());
@@ -84,11 +88,14 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertIndexToLLVMPass());
+  // Vector lowering leaves ub.poison as the start of insert chains.
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -97,6 +104,7 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   buildFwpToLoopsPipeline(pm, options.chunkSize);
   // The scan kernels first: what is left are the dense loops of the
   // projections, the output layer and the gradients.
+  pm.addPass(createFwpLowerTiles());
   pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createFwpParallelLoopsToGPU());
@@ -141,16 +149,19 @@ void registerFwpPipelines() {
 }
 
 void registerPipelineDependencies(DialectRegistry &registry) {
-  registry.insert<affine::AffineDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
-                  func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                  linalg::LinalgDialect, math::MathDialect,
-                  memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                  tensor::TensorDialect, ub::UBDialect>();
+  registry
+      .insert<affine::AffineDialect, arith::ArithDialect,
+              bufferization::BufferizationDialect, cf::ControlFlowDialect,
+              func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+              linalg::LinalgDialect, math::MathDialect, memref::MemRefDialect,
+              NVVM::NVVMDialect, scf::SCFDialect, tensor::TensorDialect,
+              ub::UBDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  // fwp-tiles-to-vectors tiles linalg operations into register tiles.
+  linalg::registerTilingInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
 

@@ -9,8 +9,10 @@
 #ifndef FWP_LIB_TRANSFORMS_LOOPEMITTER_H
 #define FWP_LIB_TRANSFORMS_LOOPEMITTER_H
 
+#include "fwp/Transforms/Kernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -144,7 +146,7 @@ public:
     llvm::SmallVector<mlir::OpFoldResult> bounds(ubs.begin(), ubs.end());
     auto forall =
         mlir::scf::ForallOp::create(b, bounds, ValueRange{}, std::nullopt);
-    forall->setAttr("fwp.kernel", b.getStringAttr(name));
+    forall->setAttr(kKernelAttrName, b.getStringAttr(name));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getBody()->getTerminator());
     body(forall.getInductionVars());

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fwp/Transforms/Kernels.h"
 #include "fwp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -84,19 +85,11 @@ LogicalResult lowerProduct(linalg::MatmulOp op) {
   return success();
 }
 
-bool insideKernel(Operation *op) {
-  for (Operation *parent = op->getParentOp(); parent;
-       parent = parent->getParentOp())
-    if (isa<scf::ForallOp>(parent) && parent->hasAttr("fwp.kernel"))
-      return true;
-  return false;
-}
-
 struct LowerTilesPass : impl::FwpLowerTilesBase<LowerTilesPass> {
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> tiles;
     getOperation()->walk([&](linalg::LinalgOp op) {
-      if (insideKernel(op))
+      if (isInsideKernel(op))
         tiles.push_back(op);
     });
     IRRewriter rewriter(&getContext());

@@ -61,4 +61,22 @@ def FwpKernelLaunchBounds : Pass<"fwp-kernel-launch-bounds",
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
+def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors"> {
+  let summary = "Lower the tile operations inside fwp kernels to CPU vectors";
+  let description = [{
+    The CPU's lowering of the tile level: each linalg operation inside an
+    `scf.forall` tagged `fwp.kernel` is tiled into register tiles (a
+    product into blocks of up to 8 x 32 accumulators and single k steps;
+    other operations into rows) and vectorized; accumulators are hoisted
+    out of the k loops, contractions become outer products, and every
+    vector operation is lowered to 1-D loads, stores, broadcasts and FMAs
+    that LLVM maps onto the host's vector units (AVX-512 where it has it).
+    Tiles must have static shapes; linalg outside kernels is left alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // FWP_CONVERSION_PASSES_TD

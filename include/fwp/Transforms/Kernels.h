@@ -1,0 +1,31 @@
+//===- Kernels.h - What marks an fwp kernel ---------------------*- C++ -*-===//
+//
+// fwp-tile-scan writes each kernel as an scf.forall tagged with the
+// `fwp.kernel` attribute, whose value names the kernel (scan_prepare, ...).
+// The lowerings of the tile level act on what is inside such a forall.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_TRANSFORMS_KERNELS_H
+#define FWP_TRANSFORMS_KERNELS_H
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace fwp {
+
+/// The attribute that tags a kernel's scf.forall with the kernel's name.
+constexpr llvm::StringLiteral kKernelAttrName = "fwp.kernel";
+
+/// Whether `op` is inside a kernel.
+inline bool isInsideKernel(mlir::Operation *op) {
+  for (mlir::Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp())
+    if (mlir::isa<mlir::scf::ForallOp>(parent) &&
+        parent->hasAttr(kKernelAttrName))
+      return true;
+  return false;
+}
+
+} // namespace fwp
+
+#endif // FWP_TRANSFORMS_KERNELS_H

@@ -1,0 +1,68 @@
+// RUN: fwp-opt %s -fwp-tiles-to-vectors -split-input-file -verify-diagnostics | FileCheck %s
+
+// A 16 x 32 product over k = 8: two 8 x 32 blocks of accumulators, each
+// loaded once, carried through the k loop in registers (iter_args) and
+// stored once; every k step is FMAs of broadcast left elements with loads
+// of the right row.
+// CHECK-LABEL: func @product
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK: %[[ACC:.*]] = vector.load %{{.*}} : memref<16x32xf32>, vector<32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
+// CHECK: vector.broadcast %{{.*}} : f32 to vector<32xf32>
+// CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<32xf32>
+// CHECK: vector.store %{{.*}}, %{{.*}} : memref<16x32xf32>, vector<32xf32>
+// CHECK-NOT: linalg.
+// CHECK: fwp.kernel = "k"
+func.func @product(%a: memref<16x8xf32>, %b: memref<8x32xf32>,
+                   %c: memref<16x32xf32>) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.matmul ins(%a, %b : memref<16x8xf32>, memref<8x32xf32>)
+        outs(%c : memref<16x32xf32>)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
+// A causal mask: one vector per row, the column index a vector.step
+// (hoisted out of the kernel: it is invariant).
+// CHECK-LABEL: func @mask
+// CHECK: vector.step : vector<16xindex>
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1
+// CHECK: arith.cmpi ule, %{{.*}}, %{{.*}} : vector<1x16xindex>
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<1x16xi1>, vector<1x16xf32>
+// CHECK: linalg.fill
+func.func @mask(%t: memref<16x16xf32>) {
+  %n = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>],
+                    iterator_types = ["parallel", "parallel"]}
+        outs(%t : memref<16x16xf32>) {
+    ^bb0(%x: f32):
+      %r = linalg.index 0 : index
+      %c = linalg.index 1 : index
+      %keep = arith.cmpi ule, %c, %r : index
+      %v = arith.select %keep, %x, %zero : f32
+      linalg.yield %v : f32
+    }
+  } {fwp.kernel = "k"}
+  // Outside kernels: left alone.
+  linalg.fill ins(%zero : f32) outs(%t : memref<16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @dynamic_tile(%t: memref<?x16xf32>) {
+  %n = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    // expected-error @+1 {{fwp-tiles-to-vectors expects static tiles}}
+    linalg.fill ins(%zero : f32) outs(%t : memref<?x16xf32>)
+  } {fwp.kernel = "k"}
+  return
+}
