@@ -70,6 +70,19 @@ def time_peer(shape, threads):
             x, w, heads, nu=nu, rule=rule))
 
 
+def fwp_rows(args, threads):
+    """fwp-bench's CPU rows with `threads` OpenMP threads."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    with tempfile.TemporaryDirectory() as tmp:
+        table = os.path.join(tmp, "fwp.csv")
+        command = [args.fwp_bench, "--csv", table] + (["--quick"]
+                                                       if args.quick else [])
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
+                       env=env)
+        with open(table) as f:
+            return [r for r in csv.DictReader(f) if r["backend"] == "cpu"]
+
+
 def blas_in_use():
     try:
         return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
@@ -90,15 +103,9 @@ def main():
         print(time_peer(args.peer, args.threads))
         return
 
-    with tempfile.TemporaryDirectory() as tmp:
-        table = os.path.join(tmp, "fwp.csv")
-        command = [args.fwp_bench, "--csv", table] + (["--quick"]
-                                                       if args.quick else [])
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        with open(table) as f:
-            rows = [r for r in csv.DictReader(f) if r["backend"] == "cpu"]
-
     cores = os.cpu_count()
+    fwp = {threads: fwp_rows(args, threads) for threads in (1, cores)}
+    rows = fwp[1]
     lines = [
         f"fwp (compiled, float32, chunk 64) vs chunked PyTorch {torch.__version__}"
         f" (float32, chunk 64), forward of the whole module",
@@ -106,11 +113,12 @@ def main():
         f" BLAS: {blas_in_use()}; {datetime.date.today()}",
         "",
         f"{'T':>5} {'B':>2} {'d_model':>7} {'heads':>5} {'nu':>2}  {'rule':<5}"
-        f" {'fwp ms':>9} {'torch 1t ms':>12} {f'torch {cores}t ms':>12}"
-        f" {'fwp vs 1t':>9} {f'vs {cores}t':>7}",
+        f" {'fwp 1t':>9} {f'fwp {cores}t':>9} {'torch 1t':>9}"
+        f" {f'torch {cores}t':>9} {'1t ratio':>8} {f'{cores}t ratio':>8}"
+        f" {f'fwp {cores}t/1t':>10}",
     ]
     print("\n".join(lines), flush=True)
-    for r in rows:
+    for i, r in enumerate(rows):
         steps, batch, d_model = int(r["seq_len"]), int(r["batch"]), int(
             r["d_model"])
         heads, nu, rule = int(r["heads"]), int(r["nu"]), r["rule"]
@@ -118,15 +126,18 @@ def main():
             peer_ms(threads, steps, batch, d_model, heads, nu, rule)
             for threads in (1, cores)
         ]
-        fwp_ms = float(r["compiled_ms"])
+        one = float(r["compiled_ms"])
+        every = float(fwp[cores][i]["compiled_ms"])
         line = (f"{steps:>5} {batch:>2} {d_model:>7} {heads:>5} {nu:>2}  "
-                f"{rule:<5} {fwp_ms:>9.3f} {timings[0]:>12.3f} "
-                f"{timings[1]:>12.3f} {timings[0] / fwp_ms:>8.2f}x "
-                f"{timings[1] / fwp_ms:>6.2f}x")
+                f"{rule:<5} {one:>9.3f} {every:>9.3f} {timings[0]:>9.3f} "
+                f"{timings[1]:>9.3f} {timings[0] / one:>7.2f}x "
+                f"{timings[1] / every:>7.2f}x {one / every:>9.2f}x")
         print(line, flush=True)
         lines.append(line)
     lines.append("")
-    lines.append("fwp runs on one thread; 'fwp vs 1t' > 1 means fwp is faster.")
+    lines.append("times in ms; a ratio is PyTorch's time over fwp's at the "
+                 "same thread count (> 1: fwp is faster); the last column is "
+                 "fwp's speedup from 1 thread to all.")
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("```\n" + "\n".join(lines) + "\n```\n")

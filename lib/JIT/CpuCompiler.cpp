@@ -93,6 +93,10 @@ std::unique_ptr<ExecutionEngine> createEngine(ModuleOp module,
                                                /*sizeLevel=*/0, tm.get());
   ExecutionEngineOptions options;
   options.transformer = transformer;
+  // The kernels run on every core through OpenMP's runtime, as the shared
+  // objects do (linkSharedObject).
+  static const llvm::StringRef runtimes[] = {FWP_OPENMP_RUNTIME};
+  options.sharedLibPaths = runtimes;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   auto engine = ExecutionEngine::create(module, options);
   if (!engine)
@@ -151,8 +155,11 @@ void linkSharedObject(const std::string &objectPath,
                       const std::string &libraryPath, const Failure &fail) {
   std::string driver = linkerDriver(fail);
   std::string log = libraryPath + ".log";
-  llvm::SmallVector<llvm::StringRef> args = {driver,      "-shared",  "-o",
-                                             libraryPath, objectPath, "-lm"};
+  // OpenMP's runtime runs the kernels' instances on every core (any
+  // libomp.so.5: their ABI is stable; Debian's libomp5).
+  llvm::SmallVector<llvm::StringRef> args = {
+      driver,     "-shared",        "-o", libraryPath,
+      objectPath, "-l:libomp.so.5", "-lm"};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
   std::string error;
   int status = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, redirects,

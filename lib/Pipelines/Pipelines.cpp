@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -46,6 +47,7 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -76,18 +78,25 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // the runtime, and canonicalising the kernels before they are mapped to
   // threads made ptxas spill, so it skips both.)
   bufferization::buildBufferDeallocationPipeline(pm);
-  // The kernels' tiles onto the vector units.
+  // The kernels' tiles and the dense layers onto the vector units.
   pm.addPass(createFwpTilesToVectors());
+  pm.addPass(createFwpDenseToVectors());
   pm.addPass(createFwpLowerTiles());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createConvertLinalgToLoopsPass());
-  pm.addPass(createForallToForLoopPass());
-  pm.addPass(createSCFToControlFlowPass());
+  // Every core (OpenMP): a kernel's instances run in parallel, the work
+  // inside an instance in order.
+  pm.addPass(createParallelForToNestedForsPass());
+  pm.addPass(createForallToParallelLoopPass());
   pm.addPass(createLoopInvariantCodeMotionPass());
+  pm.addPass(createConvertSCFToOpenMPPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Before scf-to-cf: it lowers the alloca scopes around OpenMP loop
+  // bodies, which must still be single blocks.
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -96,6 +105,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertIndexToLLVMPass());
   // Vector lowering leaves ub.poison as the start of insert chains.
   pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -179,6 +189,7 @@ void registerPipelineDependencies(DialectRegistry &registry) {
   registerGPUDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
 }
 
 } // namespace fwp

@@ -79,4 +79,21 @@ def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def FwpDenseToVectors : Pass<"fwp-dense-to-vectors"> {
+  let summary = "Lower the dense layers' products to CPU vectors";
+  let description = [{
+    Each contraction `y[rows..., o] += x[rows..., i] W[o, i]` outside the
+    kernels (the projections and the output layer, nn.Linear's layout) is
+    rewritten as products of 8 rows at a time (then single rows) by `W^T`,
+    transposed once into a scratch buffer, and each product is lowered like
+    the kernels' tiles (fwp-tiles-to-vectors): register tiles of up to
+    8 x 32 accumulators, outer-product FMAs. Needs identity layouts and a
+    static `W`; other operations are left alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // FWP_CONVERSION_PASSES_TD

@@ -1,0 +1,190 @@
+//===- DenseToVectors.cpp - The dense layers on the CPU's vector units ----===//
+//
+// The module's projections and output layer are contractions
+// y[rows..., o] += x[rows..., i] W[o, i] over the T x B rows (nn.Linear's
+// layout, W is [out, in]). Each becomes the register-blocked micro-kernel of
+// the tile level: W is transposed once into a scratch buffer (so that a row
+// of W^T is contiguous along o), the rows are taken 8 at a time as static
+// 8 x in by in x out products, and the remaining rows one at a time, each
+// product cut into register tiles and vectorized (VectorTiles.h). Each
+// block accumulates in a stack buffer of its own, copied in and out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/Conversion/Passes.h"
+#include "fwp/Transforms/Kernels.h"
+
+#include "VectorTiles.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fwp {
+#define GEN_PASS_DEF_FWPDENSETOVECTORS
+#include "fwp/Conversion/Passes.h.inc"
+} // namespace fwp
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+/// Rows taken together by one product: the height of a register tile.
+constexpr int64_t kRowBlock = 8;
+
+/// The operands of y[rows..., o] += x[rows..., i] W[o, i], if `op` is one:
+/// rows and o parallel, i the one reduction, every buffer with the identity
+/// layout (so the rows collapse into one dimension), o and i static.
+struct DenseProduct {
+  Value x, w, y;
+  int64_t in, out;
+};
+
+std::optional<DenseProduct> matchDenseProduct(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  unsigned loops = op.getNumLoops();
+  if (loops < 3 || op.getNumReductionLoops() != 1 ||
+      op.getIteratorTypesArray().back() != utils::IteratorType::reduction)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  auto dims = [&](ArrayRef<unsigned> positions) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned p : positions)
+      exprs.push_back(getAffineDimExpr(p, ctx));
+    return AffineMap::get(loops, 0, exprs, ctx);
+  };
+  SmallVector<unsigned> rows;
+  for (unsigned d = 0; d + 2 < loops; ++d)
+    rows.push_back(d);
+  SmallVector<unsigned> xDims = rows, yDims = rows;
+  xDims.push_back(loops - 1);
+  yDims.push_back(loops - 2);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != dims(xDims) || maps[1] != dims({loops - 2, loops - 1}) ||
+      maps[2] != dims(yDims))
+    return std::nullopt;
+  DenseProduct p{op.getDpsInputs()[0], op.getDpsInputs()[1],
+                 op.getDpsInits()[0], 0, 0};
+  for (Value v : {p.x, p.w, p.y})
+    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
+      return std::nullopt;
+  auto wType = cast<MemRefType>(p.w.getType());
+  if (!wType.hasStaticShape())
+    return std::nullopt;
+  p.out = wType.getDimSize(0);
+  p.in = wType.getDimSize(1);
+  return p;
+}
+
+/// [rows..., n] -> [prod(rows), n].
+Value collapseRows(ImplicitLocOpBuilder &b, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  ReassociationIndices rows;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    rows.push_back(d);
+  SmallVector<ReassociationIndices> groups = {rows, {type.getRank() - 1}};
+  return memref::CollapseShapeOp::create(b, buffer, groups);
+}
+
+/// The static [height, width] block of the rows [m0, m0 + height).
+Value rowsOf(ImplicitLocOpBuilder &b, Value buffer, Value m0, int64_t height,
+             int64_t width) {
+  SmallVector<OpFoldResult> offsets = {m0, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(height),
+                                     b.getIndexAttr(width)};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
+}
+
+linalg::GenericOp copyOf(ImplicitLocOpBuilder &b, Value from, Value to) {
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  return linalg::GenericOp::create(
+      b, ValueRange{from}, ValueRange{to}, {identity, identity},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel},
+      [](OpBuilder &nb, Location loc, ValueRange args) {
+        linalg::YieldOp::create(nb, loc, args[0]);
+      });
+}
+
+/// y[m0 .. m0 + height) += x[m0 .. m0 + height) W^T, a static product. The
+/// rows of y are accumulated in `acc`, a buffer of its own: accumulators
+/// are only kept in registers across the k loop when the buffer they live
+/// in is not a view (y is a view of the collapsed rows).
+SmallVector<linalg::LinalgOp> rowBlock(ImplicitLocOpBuilder &b, Value x,
+                                       Value wt, Value y, Value acc, Value m0,
+                                       int64_t height, const DenseProduct &p) {
+  Value out = rowsOf(b, y, m0, height, p.out);
+  linalg::GenericOp in = copyOf(b, out, acc);
+  auto product = linalg::MatmulOp::create(
+      b, ValueRange{rowsOf(b, x, m0, height, p.in), wt}, ValueRange{acc});
+  linalg::GenericOp back = copyOf(b, acc, out);
+  return {in, product, back};
+}
+
+/// Rewrites the dense product `op` into static row blocks; returns their
+/// operations.
+SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
+                                                 const DenseProduct &p) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  Type elementType = cast<MemRefType>(p.w.getType()).getElementType();
+  Value wt =
+      memref::AllocOp::create(b, MemRefType::get({p.in, p.out}, elementType));
+  linalg::TransposeOp::create(b, p.w, wt, ArrayRef<int64_t>{1, 0});
+  // Outside the loops: an alloca inside one would grow the stack each time.
+  Value acc = memref::AllocaOp::create(
+      b, MemRefType::get({kRowBlock, p.out}, elementType));
+  Value accRow =
+      memref::AllocaOp::create(b, MemRefType::get({1, p.out}, elementType));
+  Value x = collapseRows(b, p.x), y = collapseRows(b, p.y);
+  Value rows = memref::DimOp::create(b, x, 0);
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value blockRows = arith::ConstantIndexOp::create(b, kRowBlock);
+  Value whole = arith::SubIOp::create(
+      b, rows, arith::RemUIOp::create(b, rows, blockRows));
+  SmallVector<linalg::LinalgOp> ops;
+  auto blocks = scf::ForOp::create(b, zero, whole, blockRows);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(blocks.getBody()->getTerminator());
+    llvm::append_range(ops, rowBlock(b, x, wt, y, acc, blocks.getInductionVar(),
+                                     kRowBlock, p));
+  }
+  auto rest = scf::ForOp::create(b, whole, rows, one);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(rest.getBody()->getTerminator());
+    llvm::append_range(
+        ops, rowBlock(b, x, wt, y, accRow, rest.getInductionVar(), 1, p));
+  }
+  memref::DeallocOp::create(b, wt);
+  op.erase();
+  return ops;
+}
+
+struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::GenericOp, DenseProduct>> dense;
+    getOperation()->walk([&](linalg::GenericOp op) {
+      if (isInsideKernel(op))
+        return;
+      if (std::optional<DenseProduct> p = matchDenseProduct(op))
+        dense.emplace_back(op, *p);
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto &[op, p] : dense)
+      for (linalg::LinalgOp block : splitIntoRowBlocks(op, p))
+        if (failed(tileAndVectorize(rewriter, block)))
+          return signalPassFailure();
+    if (!dense.empty() && failed(lowerVectors(getOperation())))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace fwp

@@ -1,0 +1,31 @@
+//===- VectorTiles.h - Static tiles onto the CPU's vector units -*- C++ -*-===//
+//
+// What the CPU's vector lowerings share (fwp-tiles-to-vectors for the
+// kernels' tiles, fwp-dense-to-vectors for the dense layers): cutting a
+// static linalg operation into register tiles and vectorizing them, then
+// lowering the vector code to 1-D loads, stores, broadcasts and FMAs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_LIB_CONVERSION_VECTORTILES_H
+#define FWP_LIB_CONVERSION_VECTORTILES_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace fwp {
+
+/// Tiles `op` (static shapes, buffers) into register tiles, vectorizes each
+/// and erases `op`: a product (linalg.matmul) into blocks of up to 8 x 32
+/// accumulators and single k steps, anything else into rows.
+mlir::LogicalResult tileAndVectorize(mlir::RewriterBase &rewriter,
+                                     mlir::linalg::LinalgOp op);
+
+/// Lowers the vector code under `root`: transfers fold into the buffers,
+/// accumulators are hoisted out of their k loops, contractions become outer
+/// products, and everything becomes 1-D vector loads, stores and FMAs.
+mlir::LogicalResult lowerVectors(mlir::Operation *root);
+
+} // namespace fwp
+
+#endif // FWP_LIB_CONVERSION_VECTORTILES_H

@@ -1,0 +1,58 @@
+// RUN: fwp-opt %s -fwp-dense-to-vectors -split-input-file | FileCheck %s
+
+// A projection y[t, b, o] += x[t, b, i] W[o, i] (nn.Linear's layout): W is
+// transposed once, the T x B rows are taken 8 at a time (then one at a
+// time), each block accumulated in a stack buffer with the register-tiled
+// outer-product kernel.
+// CHECK-LABEL: func @projection
+// CHECK-SAME: (%[[X:.*]]: memref<?x2x32xf32>, %[[W:.*]]: memref<16x32xf32>, %[[Y:.*]]: memref<?x2x16xf32>)
+// CHECK: %[[WT:.*]] = memref.alloc() : memref<32x16xf32>
+// CHECK: linalg.transpose ins(%[[W]] : memref<16x32xf32>) outs(%[[WT]] : memref<32x16xf32>) permutation = [1, 0]
+// CHECK: %[[ACC:.*]] = memref.alloca() : memref<8x16xf32>
+// CHECK: memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]]
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf32>)
+// CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// CHECK: memref.dealloc %[[WT]]
+// CHECK-NOT: linalg.generic
+func.func @projection(%x: memref<?x2x32xf32>, %w: memref<16x32xf32>,
+                      %y: memref<?x2x16xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(t, b, o, i) -> (t, b, i)>,
+                       affine_map<(t, b, o, i) -> (o, i)>,
+                       affine_map<(t, b, o, i) -> (t, b, o)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x2x32xf32>, memref<16x32xf32>)
+      outs(%y : memref<?x2x16xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Other contractions (here dW = dy^T x, reducing over the rows) are left
+// to the loops.
+// CHECK-LABEL: func @weight_gradient
+// CHECK: linalg.generic
+// CHECK-NOT: vector.fma
+func.func @weight_gradient(%dy: memref<?x16xf32>, %x: memref<?x32xf32>,
+                           %dw: memref<16x32xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(o, i, r) -> (r, o)>,
+                       affine_map<(o, i, r) -> (r, i)>,
+                       affine_map<(o, i, r) -> (o, i)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %x : memref<?x16xf32>, memref<?x32xf32>)
+      outs(%dw : memref<16x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
