@@ -35,7 +35,7 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
   Value chunks = numChunks(seqLen);
   e.kernel("scan_prepare", {batch, heads, chunks}, [&](ValueRange ids) {
     auto [t0, len] = chunkSpan(ids[2], seqLen);
-    emitPrepare(ids[0], ids[1], t0, len);
+    emitPrepare(ids[0], ids[1], ids[2], t0, len);
   });
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state", {batch, heads, blocks}, [&](ValueRange ids) {
@@ -62,51 +62,56 @@ Value ScanKernels::dpfpProduct(Value src, ValueRange row, Value i, Value j) {
   return e.mul(dpfpInput(src, row, j), dpfpInput(src, row, rolled));
 }
 
-/// sum(phi) + eps.
-Value ScanKernels::dpfpNormalizer(Value src, ValueRange row) {
-  Value total = e.sum(e.index(1), e.index(config.nu + 1), [&](Value i) {
-    return e.sum(e.index(0), e.index(2 * config.dInput),
-                 [&](Value j) { return dpfpProduct(src, row, i, j); });
+/// The features of the chunk's rows of q and k, [b, h, t, :], zero past the
+/// sequence end. Without DPFP, a copy. With it, the masked loads build
+/// x = relu([q, -q]) (the only reads of q and k), and DPFP itself is tile
+/// operations (emitDpfpTiles).
+void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
+  std::pair<Value, Value> rows[] = {
+      {buf.q, config.fusedDpfp ? buf.qx : buf.qf},
+      {buf.k, config.fusedDpfp ? buf.kx : buf.kf}};
+  int64_t width = config.fusedDpfp ? 2 * config.dInput : config.dFeature;
+  e.parallel({e.index(config.chunk), e.index(width)}, [&](ValueRange rf) {
+    Value t = e.addIndex(t0, rf[0]), f = rf[1];
+    for (auto [src, dst] : rows) {
+      Value value = e.ifElse(
+          e.less(rf[0], len),
+          [&, src = src] {
+            return config.fusedDpfp ? dpfpInput(src, {t, b, h}, f)
+                                    : e.load(src, {t, b, h, f});
+          },
+          e.real(0.0));
+      e.store(value, dst, {b, h, t, f});
+    }
   });
-  return e.add(total, e.real(config.eps));
+  if (!config.fusedDpfp)
+    return;
+  emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, t0);
+  emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, t0);
 }
 
-/// The features of the chunk's rows of q and k, [b, h, t, :]: DPFP phi'
-/// when fused (first the normaliser of each row, then every feature in
-/// parallel), a copy otherwise.
-void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
-  std::pair<Value, Value> rows[] = {{buf.q, buf.qf}, {buf.k, buf.kf}};
-  if (config.fusedDpfp)
-    e.parallel({len}, [&](ValueRange r) {
-      Value t = e.addIndex(t0, r[0]);
-      for (auto [slot, pair] : llvm::enumerate(rows))
-        e.store(dpfpNormalizer(pair.first, {t, b, h}), buf.featureNorms,
-                {b, h, t, e.index(slot)});
-    });
-  // Every row of the chunk: those past the sequence end are zero.
-  e.parallel(
-      {e.index(config.chunk), e.index(config.dFeature)}, [&](ValueRange rf) {
-        Value t = e.addIndex(t0, rf[0]), f = rf[1];
-        Value inside = e.less(rf[0], len);
-        for (auto [slot, pair] : llvm::enumerate(rows)) {
-          auto [src, dst] = pair;
-          Value feature = e.ifElse(
-              inside,
-              [&, src = src, slot = slot] {
-                if (!config.fusedDpfp)
-                  return e.load(src, {t, b, h, f});
-                // f = (i - 1) * 2d + j.
-                Value twoD = e.index(2 * config.dInput);
-                Value i = e.addIndex(arith::DivUIOp::create(e.b, f, twoD),
-                                     e.index(1));
-                Value j = e.remIndex(f, twoD);
-                Value norm = e.load(buf.featureNorms, {b, h, t, e.index(slot)});
-                return e.div(dpfpProduct(src, {t, b, h}, i, j), norm);
-              },
-              e.real(0.0));
-          e.store(feature, dst, {b, h, t, f});
-        }
-      });
+/// phi' of the chunk's rows of x = relu([k, -k]) as tiles:
+/// phi[:, (i-1) 2d + j] = x[:, j] x[:, (j - i) mod 2d] (torch.roll order) is
+/// two products of column ranges per i (j >= i, and j < i wrapping around);
+/// then each row divided by its sum + eps. Zero rows stay zero.
+void ScanKernels::emitDpfpTiles(Value x, Value features, Value norms, Value b,
+                                Value h, Value t0) {
+  int64_t chunk = config.chunk, twoD = 2 * config.dInput;
+  Value zero = e.index(0);
+  for (int64_t i = 1; i <= config.nu; ++i) {
+    int64_t base = (i - 1) * twoD;
+    tiles.multiply(
+        tiles.tile(x, {b, h, t0, e.index(i)}, chunk, twoD - i),
+        tiles.tile(x, {b, h, t0, zero}, chunk, twoD - i),
+        tiles.tile(features, {b, h, t0, e.index(base + i)}, chunk, twoD - i));
+    tiles.multiply(tiles.tile(x, {b, h, t0, zero}, chunk, i),
+                   tiles.tile(x, {b, h, t0, e.index(twoD - i)}, chunk, i),
+                   tiles.tile(features, {b, h, t0, e.index(base)}, chunk, i));
+  }
+  Value phi = tiles.tile(features, {b, h, t0, zero}, chunk, config.dFeature);
+  Value sums = tiles.tile(norms, {b, h, t0}, chunk);
+  tiles.rowSums(phi, sums, config.eps);
+  tiles.divideRows(phi, sums);
 }
 
 /// The chunk's values (and gates) in the workspace, zero past the sequence
@@ -156,22 +161,24 @@ void ScanKernels::emitInverse(Value b, Value h, Value t0) {
   });
 }
 
-void ScanKernels::emitPrepare(Value b, Value h, Value t0, Value len) {
+void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {
   emitFeatures(b, h, t0, len);
   emitChunkLoads(b, h, t0, len);
   int64_t chunk = config.chunk, dFeature = config.dFeature;
   Value zero = e.index(0);
   Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
   Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
+  Value kt = tiles.tile(buf.kt, {b, h, c, zero, zero}, dFeature, chunk);
+  tiles.transpose(k, kt);
   // P = tril(Q K^T).
   Value p = tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk);
-  tiles.product(q, k, p, Transposed::Rhs);
+  tiles.product(q, kt, p);
   tiles.maskLower(p, /*strict=*/false);
   if (!config.isDelta())
     return;
   // G = stril(K K^T), then A, then W~ = A diag(b) K and U~ = A diag(b) V.
   Value g = tiles.tile(buf.gram, {b, h, t0, zero}, chunk, chunk);
-  tiles.product(k, k, g, Transposed::Rhs);
+  tiles.product(k, kt, g);
   tiles.maskLower(g, /*strict=*/true);
   emitInverse(b, h, t0);
   Value ab = tiles.tile(buf.ab, {b, h, t0, zero}, chunk, chunk);
@@ -203,13 +210,14 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
           block = config.valueBlock;
   Value zero = e.index(0);
   Value s = tiles.tile(buf.state, {b, h, v0, zero}, block, dFeature);
+  Value st = tiles.tile(buf.st, {b, h, zero, v0}, dFeature, block);
+  tiles.transpose(s, st);
   Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
   Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
   // U = U~ - W~ S^T (delta); U = V (sum).
   Value u = tiles.tile(buf.u, {b, h, t0, v0}, chunk, block);
   if (config.isDelta()) {
-    tiles.product(tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature), s, u,
-                  Transposed::Rhs);
+    tiles.product(tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature), st, u);
     tiles.subtract(tiles.tile(buf.ut, {b, h, t0, v0}, chunk, block), u, u);
   } else {
     tiles.copy(tiles.tile(buf.vt, {b, h, t0, v0}, chunk, block), u);
@@ -221,7 +229,7 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
   // Y = Q S^T + P U, stored for the chunk's rows before the sequence end.
   if (buf.y) {
     Value y = tiles.tile(buf.yw, {b, h, t0, v0}, chunk, block);
-    tiles.product(q, s, y, Transposed::Rhs);
+    tiles.product(q, st, y);
     tiles.product(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), u, y,
                   Transposed::None, /*accumulate=*/true);
     e.parallel({len, e.index(block)}, [&](ValueRange ri) {

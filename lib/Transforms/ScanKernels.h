@@ -61,8 +61,13 @@ struct ScanBuffers {
   // (C); the state at every chunk start [B, H, chunks, d_v, D] (backward
   // only).
   Value qf, kf, pq, vt, u, yw, bt, wt, ut, gram, a, ab, chunkStates;
-  // DPFP's normaliser sum(phi) + eps of each step's q and k (2), if fused.
-  Value featureNorms;
+  // Transposed operands, laid out once for the products: each chunk's K^T
+  // [B, H, chunks, D, C]; the state's S^T [B, H, D, d_v] at the current
+  // chunk.
+  Value kt, st;
+  // DPFP, if fused: x = relu([q, -q]) and relu([k, -k]) ([B, H, T', 2d]),
+  // and the normalisers sum(phi) + eps of q and of k ([B, H, T']).
+  Value qx, kx, qNorms, kNorms;
   // Backward inputs: dy [T, B, H, d_v], dFinal [B, H, d_v, D].
   Value dy, dFinal;
   // Backward outputs: dq, dk, dv [T, B, H, *], dbeta [T, B, H]; the running
@@ -97,8 +102,9 @@ private:
   // DPFP, on the raw row src[t, b, h, :].
   Value dpfpInput(Value src, ValueRange row, Value j);
   Value dpfpProduct(Value src, ValueRange row, Value i, Value j);
-  Value dpfpNormalizer(Value src, ValueRange row);
   void emitFeatures(Value b, Value h, Value t0, Value len);
+  void emitDpfpTiles(Value x, Value features, Value norms, Value b, Value h,
+                     Value t0);
   Value plainProduct(Value src, ValueRange row, Value i, Value j);
   Value featureIndex(Value i, Value j);
   void emitDpfpRowSums(Value src, Value grad, ValueRange row, Value b, Value h,
@@ -109,7 +115,7 @@ private:
   // Forward pieces.
   void emitChunkLoads(Value b, Value h, Value t0, Value len);
   void emitInverse(Value b, Value h, Value t0);
-  void emitPrepare(Value b, Value h, Value t0, Value len);
+  void emitPrepare(Value b, Value h, Value c, Value t0, Value len);
   void emitStateInit(Value b, Value h, Value v0);
   void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len);
 

@@ -118,6 +118,41 @@ void TileBuilder::subtract(Value lhs, Value rhs, Value out) {
       });
 }
 
+void TileBuilder::multiply(Value lhs, Value rhs, Value out) {
+  int64_t r = rank(out);
+  linalg::GenericOp::create(
+      b, ValueRange{lhs, rhs}, ValueRange{out},
+      {identityMap(r), identityMap(r), identityMap(r)}, parallel(r),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value v = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
+void TileBuilder::rowSums(Value in, Value sums, double offset) {
+  fill(sums, offset);
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  linalg::GenericOp::create(
+      b, ValueRange{in}, ValueRange{sums}, {identityMap(2), row},
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value v = arith::AddFOp::create(nb, loc, args[1], args[0], kFlags);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
+void TileBuilder::divideRows(Value tile, Value divisors) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  linalg::GenericOp::create(
+      b, ValueRange{divisors}, ValueRange{tile}, {row, identityMap(2)},
+      parallel(2), [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value v = arith::DivFOp::create(nb, loc, args[1], args[0]);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
 void TileBuilder::scaleColumns(Value in, Value scale, Value out) {
   MLIRContext *ctx = b.getContext();
   AffineMap column = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
@@ -151,6 +186,10 @@ void TileBuilder::copy(Value in, Value out) {
                             [&](OpBuilder &nb, Location loc, ValueRange args) {
                               linalg::YieldOp::create(nb, loc, args[0]);
                             });
+}
+
+void TileBuilder::transpose(Value in, Value out) {
+  linalg::TransposeOp::create(b, in, out, ArrayRef<int64_t>{1, 0});
 }
 
 } // namespace fwp

@@ -56,6 +56,15 @@ public:
   /// out = lhs - rhs, elementwise (out may be either operand).
   void subtract(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
 
+  /// out = lhs * rhs, elementwise.
+  void multiply(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
+
+  /// sums[i] = offset + sum_j in[i, j] (1-D sums).
+  void rowSums(mlir::Value in, mlir::Value sums, double offset);
+
+  /// tile[i, j] /= divisors[i] (1-D divisors).
+  void divideRows(mlir::Value tile, mlir::Value divisors);
+
   /// out[i, j] = in[i, j] * scale[j] (1-D scale).
   void scaleColumns(mlir::Value in, mlir::Value scale, mlir::Value out);
 
@@ -64,6 +73,10 @@ public:
 
   /// out = in.
   void copy(mlir::Value in, mlir::Value out);
+
+  /// out = in^T (2-D): a product's transposed operand laid out once, so
+  /// that its rows are contiguous where the product walks them.
+  void transpose(mlir::Value in, mlir::Value out);
 
 private:
   int64_t rank(mlir::Value tile) const;

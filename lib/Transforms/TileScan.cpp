@@ -87,6 +87,13 @@ public:
       shape = llvm::to_vector(type.getShape());
     return allocate(b, shape, stateSizes(), elementType);
   }
+  /// [B, H, D, d_v]: a state transposed.
+  Value transposedState() {
+    return allocate(
+        b, {dyn, dyn, config.dFeature, config.dValue},
+        {batch, heads, e.index(config.dFeature), e.index(config.dValue)},
+        elementType);
+  }
   /// Workspace [B, H, T', width], T' = T rounded up to whole chunks.
   Value workspace(int64_t width) {
     return allocate(b, {dyn, dyn, dyn, width},
@@ -98,10 +105,11 @@ public:
                     elementType);
   }
   /// One state per chunk, [B, H, chunks, d_v, D].
-  Value perChunkStates() {
-    return allocate(b, {dyn, dyn, dyn, config.dValue, config.dFeature},
-                    {batch, heads, chunks(), e.index(config.dValue),
-                     e.index(config.dFeature)},
+  Value perChunkStates() { return perChunk(config.dValue, config.dFeature); }
+  /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols].
+  Value perChunk(int64_t rows, int64_t cols) {
+    return allocate(b, {dyn, dyn, dyn, rows, cols},
+                    {batch, heads, chunks(), e.index(rows), e.index(cols)},
                     elementType);
   }
 
@@ -140,10 +148,16 @@ void allocateForwardWorkspace(ScanAllocator &alloc, const ScanConfig &config,
   buf.pq = alloc.workspace(config.chunk);
   buf.vt = alloc.workspace(config.dValue);
   buf.u = alloc.workspace(config.dValue);
+  buf.kt = alloc.perChunk(config.dFeature, config.chunk);
+  buf.st = alloc.transposedState();
   if (!forBackward)
     buf.yw = alloc.workspace(config.dValue);
-  if (config.fusedDpfp)
-    buf.featureNorms = alloc.workspace(2);
+  if (config.fusedDpfp) {
+    buf.qx = alloc.workspace(2 * config.dInput);
+    buf.kx = alloc.workspace(2 * config.dInput);
+    buf.qNorms = alloc.workspaceColumn();
+    buf.kNorms = alloc.workspaceColumn();
+  }
   if (config.isDelta()) {
     buf.bt = alloc.workspaceColumn();
     buf.wt = alloc.workspace(config.dFeature);

@@ -7,11 +7,13 @@
 
 // The delta rule at the tile level. The workspace is padded to whole
 // chunks (N * 16 rows). A prepare kernel over (batch, head, chunk) loads
-// the chunk with masking (shared loops over its 16 rows), then works on
-// static tiles: P = tril(Q K^T) and G = stril(K K^T) as products with a
-// transposed operand and a causal mask, A row by row (a 1 x 16 product per
-// row), W~ and U~ as products. A state kernel over (batch, head, value
-// block) runs the chunks in order on its 8 x 32 block of the state.
+// the chunk with masking (x = relu([q, -q]), a shared loop over its 16 rows),
+// then works on static tiles: DPFP as products of column ranges of x (the
+// roll by 1 of 16 columns: 15 and 1), row sums and a division; K^T laid out
+// once; P = tril(Q K^T) and G = stril(K K^T) as products and causal masks,
+// A row by row (a 1 x 16 product per row), W~ and U~ as products. A state
+// kernel over (batch, head, value block) runs the chunks in order on its
+// 8 x 32 block of the state (S^T laid out once per chunk).
 // CHECK-LABEL: func @delta_fused
 // CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
@@ -20,9 +22,12 @@
 // CHECK: %[[PADDED:.*]] = arith.muli %[[CHUNKS]], %c16
 // CHECK: memref.alloc(%{{.*}}, %{{.*}}, %[[PADDED]]) : memref<?x?x?x32xf32>
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N:.*]]) {
-// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c16{{.*}}, %c32
-// CHECK: linalg.matmul indexing_maps = [#[[LHS:.*]], #[[RHS_T:.*]], #[[OUT:.*]]] ins(%{{.*}}, %{{.*}} : memref<16x32xf32
-// CHECK-SAME: outs(%{{.*}} : memref<16x16xf32
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c16{{.*}}, %c16
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<16x15xf32{{.*}}, memref<16x15xf32{{.*}}) outs(%{{.*}} : memref<16x15xf32
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.divf
+// CHECK: linalg.transpose ins(%[[K:.*]] : memref<16x32xf32{{.*}}) outs(%[[KT:.*]] : memref<32x16xf32{{.*}}) permutation = [1, 0]
+// CHECK: linalg.matmul ins(%{{.*}}, %[[KT]] : memref<16x32xf32{{.*}}, memref<32x16xf32{{.*}}) outs(%{{.*}} : memref<16x16xf32
 // CHECK: linalg.generic
 // CHECK: arith.cmpi ule
 // CHECK: linalg.matmul
@@ -32,7 +37,8 @@
 // CHECK: } {fwp.kernel = "scan_prepare"}
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[N]]
-// CHECK: linalg.matmul {{.*}} memref<8x32xf32
+// CHECK: linalg.transpose ins(%{{.*}} : memref<8x32xf32{{.*}}) outs(%[[ST:.*]] : memref<32x8xf32
+// CHECK: linalg.matmul ins(%{{.*}}, %[[ST]] : memref<16x32xf32{{.*}}, memref<32x8xf32
 // CHECK: linalg.matmul indexing_maps = [#[[LHS_T:.*]], #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<16x8xf32{{.*}}, memref<16x32xf32{{.*}} outs(%{{.*}} : memref<8x32xf32
 // CHECK: } {fwp.kernel = "scan_state"}
 // CHECK: bufferization.to_tensor %[[Y]] restrict writable
