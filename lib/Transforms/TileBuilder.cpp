@@ -107,26 +107,28 @@ void TileBuilder::maskLower(Value tile, bool strict) {
       });
 }
 
-void TileBuilder::subtract(Value lhs, Value rhs, Value out) {
+void TileBuilder::elementwise(
+    Value lhs, Value rhs, Value out,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
   int64_t r = rank(out);
   linalg::GenericOp::create(
       b, ValueRange{lhs, rhs}, ValueRange{out},
       {identityMap(r), identityMap(r), identityMap(r)}, parallel(r),
       [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value v = arith::SubFOp::create(nb, loc, args[0], args[1], kFlags);
-        linalg::YieldOp::create(nb, loc, v);
+        linalg::YieldOp::create(nb, loc, combine(nb, loc, args[0], args[1]));
       });
 }
 
+void TileBuilder::subtract(Value lhs, Value rhs, Value out) {
+  elementwise(lhs, rhs, out, [](OpBuilder &nb, Location loc, Value x, Value y) {
+    return arith::SubFOp::create(nb, loc, x, y, kFlags).getResult();
+  });
+}
+
 void TileBuilder::multiply(Value lhs, Value rhs, Value out) {
-  int64_t r = rank(out);
-  linalg::GenericOp::create(
-      b, ValueRange{lhs, rhs}, ValueRange{out},
-      {identityMap(r), identityMap(r), identityMap(r)}, parallel(r),
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value v = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
-        linalg::YieldOp::create(nb, loc, v);
-      });
+  elementwise(lhs, rhs, out, [](OpBuilder &nb, Location loc, Value x, Value y) {
+    return arith::MulFOp::create(nb, loc, x, y, kFlags).getResult();
+  });
 }
 
 void TileBuilder::rowSums(Value in, Value sums, double offset) {

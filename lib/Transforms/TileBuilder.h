@@ -79,6 +79,12 @@ public:
   void transpose(mlir::Value in, mlir::Value out);
 
 private:
+  /// out = combine(lhs, rhs), elementwise.
+  void
+  elementwise(mlir::Value lhs, mlir::Value rhs, mlir::Value out,
+              llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                             mlir::Value, mlir::Value)>
+                  combine);
   int64_t rank(mlir::Value tile) const;
   mlir::AffineMap identityMap(int64_t rank) const;
   llvm::SmallVector<mlir::utils::IteratorType> parallel(int64_t rank) const;
