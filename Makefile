@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps build test sanitize demo bench gpu-bundle format clean
+.PHONY: all deps build test sanitize demo bench bench-cpu gpu-bundle format clean
 
 all: build
 
@@ -40,6 +40,11 @@ demo: build
 
 bench: build
 	$(BUILD)/bin/fwp-bench --csv $(BUILD)/bench.csv
+
+# fwp's CPU forward against the chunked PyTorch forward, same run. Debian's
+# python3 is the one python3-torch is installed for.
+bench-cpu: build
+	/usr/bin/python3 bench/cpu_vs_pytorch.py --fwp-bench $(BUILD)/bin/fwp-bench --markdown $(BUILD)/cpu-vs-pytorch.md
 
 # The one-command GPU check: every CUDA test case and benchmark shape
 # compiled here, with the float64 reference's answers and a runtime-only
