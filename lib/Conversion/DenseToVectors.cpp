@@ -7,7 +7,8 @@
 // of W^T is contiguous along o), the rows are taken 8 at a time as static
 // 8 x in by in x out products, and the remaining rows one at a time, each
 // product cut into register tiles and vectorized (VectorTiles.h). Each
-// block accumulates in a stack buffer of its own, copied in and out.
+// block accumulates in a stack buffer of its own, copied in and out. The
+// blocks of 8 rows are an scf.forall, run on every core.
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,9 +136,8 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
   Value wt =
       memref::AllocOp::create(b, MemRefType::get({p.in, p.out}, elementType));
   linalg::TransposeOp::create(b, p.w, wt, ArrayRef<int64_t>{1, 0});
-  // Outside the loops: an alloca inside one would grow the stack each time.
-  Value acc = memref::AllocaOp::create(
-      b, MemRefType::get({kRowBlock, p.out}, elementType));
+  // Outside the sequential loop: an alloca inside one would grow the stack
+  // each time. (The parallel loop's body is an alloca scope of its own.)
   Value accRow =
       memref::AllocaOp::create(b, MemRefType::get({1, p.out}, elementType));
   Value x = collapseRows(b, p.x), y = collapseRows(b, p.y);
@@ -148,12 +148,18 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
   Value whole = arith::SubIOp::create(
       b, rows, arith::RemUIOp::create(b, rows, blockRows));
   SmallVector<linalg::LinalgOp> ops;
-  auto blocks = scf::ForOp::create(b, zero, whole, blockRows);
+  // The blocks are independent: on every core, like the kernels.
+  Value count = arith::DivUIOp::create(b, whole, blockRows);
+  auto blocks = scf::ForallOp::create(b, ArrayRef<OpFoldResult>{count},
+                                      ValueRange{}, std::nullopt);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(blocks.getBody()->getTerminator());
-    llvm::append_range(ops, rowBlock(b, x, wt, y, acc, blocks.getInductionVar(),
-                                     kRowBlock, p));
+    Value m0 =
+        arith::MulIOp::create(b, blocks.getInductionVars()[0], blockRows);
+    Value acc = memref::AllocaOp::create(
+        b, MemRefType::get({kRowBlock, p.out}, elementType));
+    llvm::append_range(ops, rowBlock(b, x, wt, y, acc, m0, kRowBlock, p));
   }
   auto rest = scf::ForOp::create(b, whole, rows, one);
   {

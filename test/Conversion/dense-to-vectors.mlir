@@ -1,16 +1,16 @@
 // RUN: fwp-opt %s -fwp-dense-to-vectors -split-input-file | FileCheck %s
 
 // A projection y[t, b, o] += x[t, b, i] W[o, i] (nn.Linear's layout): W is
-// transposed once, the T x B rows are taken 8 at a time (then one at a
-// time), each block accumulated in a stack buffer with the register-tiled
-// outer-product kernel.
+// transposed once, the T x B rows are taken 8 at a time, the blocks in
+// parallel (then the rest one at a time), each block accumulated in a stack
+// buffer with the register-tiled outer-product kernel.
 // CHECK-LABEL: func @projection
 // CHECK-SAME: (%[[X:.*]]: memref<?x2x32xf32>, %[[W:.*]]: memref<16x32xf32>, %[[Y:.*]]: memref<?x2x16xf32>)
 // CHECK: %[[WT:.*]] = memref.alloc() : memref<32x16xf32>
 // CHECK: linalg.transpose ins(%[[W]] : memref<16x32xf32>) outs(%[[WT]] : memref<32x16xf32>) permutation = [1, 0]
-// CHECK: %[[ACC:.*]] = memref.alloca() : memref<8x16xf32>
 // CHECK: memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]]
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c8
+// CHECK: scf.forall
+// CHECK: %[[ACC:.*]] = memref.alloca() : memref<8x16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf32>)
 // CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
