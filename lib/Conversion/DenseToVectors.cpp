@@ -102,16 +102,6 @@ Value rowsOf(ImplicitLocOpBuilder &b, Value buffer, Value m0, int64_t height,
   return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
 }
 
-linalg::GenericOp copyOf(ImplicitLocOpBuilder &b, Value from, Value to) {
-  AffineMap identity = b.getMultiDimIdentityMap(2);
-  return linalg::GenericOp::create(
-      b, ValueRange{from}, ValueRange{to}, {identity, identity},
-      {utils::IteratorType::parallel, utils::IteratorType::parallel},
-      [](OpBuilder &nb, Location loc, ValueRange args) {
-        linalg::YieldOp::create(nb, loc, args[0]);
-      });
-}
-
 /// y[m0 .. m0 + height) += x[m0 .. m0 + height) W^T, a static product. The
 /// rows of y are accumulated in `acc`, a buffer of its own: accumulators
 /// are only kept in registers across the k loop when the buffer they live
@@ -120,10 +110,10 @@ SmallVector<linalg::LinalgOp> rowBlock(ImplicitLocOpBuilder &b, Value x,
                                        Value wt, Value y, Value acc, Value m0,
                                        int64_t height, const DenseProduct &p) {
   Value out = rowsOf(b, y, m0, height, p.out);
-  linalg::GenericOp in = copyOf(b, out, acc);
+  auto in = linalg::CopyOp::create(b, ValueRange{out}, ValueRange{acc});
   auto product = linalg::MatmulOp::create(
       b, ValueRange{rowsOf(b, x, m0, height, p.in), wt}, ValueRange{acc});
-  linalg::GenericOp back = copyOf(b, acc, out);
+  auto back = linalg::CopyOp::create(b, ValueRange{acc}, ValueRange{out});
   return {in, product, back};
 }
 

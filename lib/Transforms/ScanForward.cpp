@@ -55,13 +55,6 @@ Value ScanKernels::dpfpInput(Value src, ValueRange row, Value j) {
   return e.relu(e.select(e.less(j, d), value, e.neg(value)));
 }
 
-/// phi[(i-1)*2d + j] = x[j] * x[(j - i) mod 2d], i = 1..nu (torch.roll).
-Value ScanKernels::dpfpProduct(Value src, ValueRange row, Value i, Value j) {
-  Value twoD = e.index(2 * config.dInput);
-  Value rolled = e.remIndex(e.subIndex(e.addIndex(j, twoD), i), twoD);
-  return e.mul(dpfpInput(src, row, j), dpfpInput(src, row, rolled));
-}
-
 /// The features of the chunk's rows of q and k, [b, h, t, :], zero past the
 /// sequence end. Without DPFP, a copy. With it, the masked loads build
 /// x = relu([q, -q]) (the only reads of q and k), and DPFP itself is tile

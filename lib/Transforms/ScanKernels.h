@@ -101,7 +101,6 @@ private:
 
   // DPFP, on the raw row src[t, b, h, :].
   Value dpfpInput(Value src, ValueRange row, Value j);
-  Value dpfpProduct(Value src, ValueRange row, Value i, Value j);
   void emitFeatures(Value b, Value h, Value t0, Value len);
   void emitDpfpTiles(Value x, Value features, Value norms, Value b, Value h,
                      Value t0);

@@ -81,7 +81,7 @@ void TileBuilder::product(Value lhs, Value rhs, Value out,
     return AffineMap::get(3, 0, {x, y}, ctx);
   };
   AffineMap lhsMap = transposed == Transposed::Lhs ? map(k, m) : map(m, k);
-  AffineMap rhsMap = transposed == Transposed::Rhs ? map(n, k) : map(k, n);
+  AffineMap rhsMap = map(k, n);
   SmallVector<Attribute> maps = {AffineMapAttr::get(lhsMap),
                                  AffineMapAttr::get(rhsMap),
                                  AffineMapAttr::get(map(m, n))};

@@ -24,8 +24,10 @@
 
 namespace fwp {
 
-/// Which operands of a tile product are read transposed.
-enum class Transposed { None, Lhs, Rhs };
+/// Whether a tile product reads its left operand transposed. (A transposed
+/// right operand is laid out once with transpose() instead, so that every
+/// product reads its right operand by rows.)
+enum class Transposed { None, Lhs };
 
 class TileBuilder {
 public:

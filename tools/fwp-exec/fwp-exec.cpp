@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fwp/Runtime/AttentionEntry.h"
+#include "fwp/Support/EntryInputs.h"
 #include "fwp/Support/Npy.h"
 
 #include <fmt/format.h>
@@ -25,34 +26,19 @@ void run(const std::string &moduleDir, const std::string &inputs,
          const std::string &outputs) {
   auto entry = fwp::rt::AttentionEntry::load(moduleDir);
   const fwp::rt::ModuleInfo &info = entry->info();
-  fwp::npy::Array x = fwp::npy::read(inputs + "/x.npy");
-  if (x.shape.size() != 3 || x.shape[2] != info.dModel || x.shape[0] < 1 ||
-      x.shape[1] < 1)
-    throw std::runtime_error(fmt::format(
-        "{}/x.npy: shape {}, expected [seq_len >= 1, batch >= 1, {}]", inputs,
-        fwp::npy::formatShape(x.shape), info.dModel));
-  fwp::rt::AttentionSignature signature = fwp::rt::attentionSignature(
-      info.entry, x.shape[0], x.shape[1], info.heads, info.dModel);
-  std::vector<std::vector<char>> in, out;
-  for (const fwp::rt::AttentionBuffer &buffer : signature.inputs) {
-    std::string path = fmt::format("{}/{}.npy", inputs, buffer.name);
-    fwp::npy::Array array = fwp::npy::read(path);
-    if (array.shape != buffer.sizes)
-      throw std::runtime_error(fmt::format(
-          "{}: shape {}, expected {}", path, fwp::npy::formatShape(array.shape),
-          fwp::npy::formatShape(buffer.sizes)));
-    in.push_back(fwp::npy::toBytes(array, info.dtype));
-  }
+  fwp::npy::EntryInputs in = fwp::npy::readEntryInputs(inputs, info);
+  const fwp::rt::AttentionSignature &signature = in.signature;
+  std::vector<std::vector<char>> out;
   for (const fwp::rt::AttentionBuffer &buffer : signature.outputs)
     out.emplace_back(*fwp::rt::elementCount(buffer.sizes) *
                      fwp::rt::dtypeBytes(info.dtype));
   std::vector<const void *> inPointers;
   std::vector<void *> outPointers;
-  for (auto &b : in)
+  for (auto &b : in.buffers)
     inPointers.push_back(b.data());
   for (auto &b : out)
     outPointers.push_back(b.data());
-  entry->run(x.shape[0], x.shape[1], inPointers, outPointers);
+  entry->run(in.seqLen, in.batch, inPointers, outPointers);
   std::filesystem::create_directories(outputs);
   for (size_t i = 0; i < out.size(); ++i)
     fwp::npy::write(

@@ -30,6 +30,7 @@
 #include "fwp/Runtime/Cuda.h"
 #include "fwp/Runtime/Driver.h"
 #include "fwp/Runtime/Plan.h"
+#include "fwp/Support/EntryInputs.h"
 #include "fwp/Support/Npy.h"
 #include "fwp/Support/Random.h"
 
@@ -131,26 +132,17 @@ std::string runCheck(const AttentionEntry &entry, const std::string &caseDir,
                      double bound, const std::vector<std::string> &zeros,
                      std::string &summary) {
   const fwp::rt::ModuleInfo &info = entry.info();
-  fwp::npy::Array x = fwp::npy::read(caseDir + "/x.npy");
-  if (x.shape.size() != 3)
-    throw BundleError(fmt::format("{}/x.npy: shape {}, expected [seq_len, "
-                                  "batch, d_model]",
-                                  caseDir, fwp::npy::formatShape(x.shape)));
-  fwp::rt::AttentionSignature signature = fwp::rt::attentionSignature(
-      info.entry, x.shape[0], x.shape[1], info.heads, info.dModel);
-  std::vector<std::vector<char>> in, out;
-  for (const fwp::rt::AttentionBuffer &buffer : signature.inputs) {
-    std::string path = fmt::format("{}/{}.npy", caseDir, buffer.name);
-    fwp::npy::Array array = fwp::npy::read(path);
-    if (array.shape != buffer.sizes)
-      throw BundleError(fmt::format("{}: shape {}, expected {}", path,
-                                    fwp::npy::formatShape(array.shape),
-                                    fwp::npy::formatShape(buffer.sizes)));
-    in.push_back(fwp::npy::toBytes(array, info.dtype));
+  fwp::npy::EntryInputs in;
+  try {
+    in = fwp::npy::readEntryInputs(caseDir, info);
+  } catch (const fwp::npy::ShapeError &error) {
+    throw BundleError(error.what());
   }
+  const fwp::rt::AttentionSignature &signature = in.signature;
+  std::vector<std::vector<char>> out;
   std::vector<const void *> inPointers;
   std::vector<void *> outPointers;
-  for (const std::vector<char> &buffer : in)
+  for (const std::vector<char> &buffer : in.buffers)
     inPointers.push_back(buffer.data());
   // Every output element must be overwritten: start from NaN.
   for (const fwp::rt::AttentionBuffer &buffer : signature.outputs) {
@@ -159,7 +151,7 @@ std::string runCheck(const AttentionEntry &entry, const std::string &caseDir,
     out.push_back(fwp::npy::toBytes(nans, info.dtype));
     outPointers.push_back(out.back().data());
   }
-  entry.run(x.shape[0], x.shape[1], inPointers, outPointers);
+  entry.run(in.seqLen, in.batch, inPointers, outPointers);
 
   std::string failures;
   double worst = -1;
