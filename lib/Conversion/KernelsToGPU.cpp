@@ -123,12 +123,7 @@ struct KernelsToGPUPass : impl::FwpKernelsToGPUBase<KernelsToGPUPass> {
           << blockSize;
       return signalPassFailure();
     }
-    SmallVector<scf::ForallOp> kernels;
-    getOperation()->walk([&](scf::ForallOp op) {
-      if (op->hasAttr(kKernelAttrName))
-        kernels.push_back(op);
-    });
-    for (scf::ForallOp kernel : kernels)
+    for (scf::ForallOp kernel : collectKernels(getOperation()))
       if (failed(convertKernel(kernel, blockSize)))
         return signalPassFailure();
   }

@@ -14,6 +14,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -112,12 +113,18 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
   buildFwpToLoopsPipeline(pm, options.chunkSize);
-  // The scan kernels first: what is left are the dense loops of the
-  // projections, the output layer and the gradients.
+  // The scan kernels first: their products onto the tensor cores, the rest
+  // of their tiles onto the block's threads; what is left are the dense
+  // loops of the projections, the output layer and the gradients.
+  pm.addPass(createFwpProductsToMma(
+      FwpProductsToMmaOptions{options.blockSize, options.f32Products}));
   pm.addPass(createFwpLowerTiles());
   pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createFwpParallelLoopsToGPU());
+  // Constants into the kernels (the tensor cores' vector constants cannot be
+  // kernel arguments), then each launch into its own GPU module.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createFwpKernelLaunchBounds());
 
@@ -132,6 +139,9 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   device.addPass(memref::createExpandStridedMetadataPass());
   device.addPass(createLowerAffinePass());
   device.addPass(createSCFToControlFlowPass());
+  // Tensor-core fragments (nvgpu.mma.sync); their vectors are lowered with
+  // the rest by convert-gpu-to-nvvm, at its index width.
+  device.addPass(createConvertNVGPUToNVVMPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = options.indexBitwidth;
   device.addPass(createConvertGpuOpsToNVVMOps(nvvm));
@@ -183,6 +193,7 @@ void registerPipelineDependencies(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
 
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);

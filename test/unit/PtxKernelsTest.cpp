@@ -102,14 +102,31 @@ std::pair<int, std::string> run(const std::string &command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+/// A fresh directory for this process's PTX files.
+std::filesystem::path scratchDir(const std::string &name) {
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                              (name + "-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// The spill bytes (stores and loads) ptxas -v reports over all kernels.
+int spillBytes(const std::string &ptxasOutput) {
+  static const std::regex spills(
+      R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  int bytes = 0;
+  for (std::sregex_iterator it(ptxasOutput.begin(), ptxasOutput.end(), spills),
+       end;
+       it != end; ++it)
+    bytes += std::stoi((*it)[1]) + std::stoi((*it)[2]);
+  return bytes;
+}
+
 TEST(PtxKernelsTest, EveryKernelAssemblesForSm90WithoutSpills) {
   std::string ptxas = findPtxas();
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                              ("fwp-ptx-kernels-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  std::filesystem::path dir = scratchDir("fwp-ptx-kernels");
   int kernels = 0;
   for (const DescCase &c : kDescs) {
     KernelDesc desc = cudaDesc(c);
@@ -128,11 +145,7 @@ TEST(PtxKernelsTest, EveryKernelAssemblesForSm90WithoutSpills) {
       auto [status, output] =
           run(ptxas + " -arch=sm_90 -v " + file.string() + " -o /dev/null");
       EXPECT_EQ(status, 0) << module << ":\n" << output;
-      int spillBytes = 0;
-      for (std::sregex_iterator it(output.begin(), output.end(), spills), end;
-           it != end; ++it)
-        spillBytes += std::stoi((*it)[1]) + std::stoi((*it)[2]);
-      EXPECT_EQ(spillBytes, 0) << module << ":\n" << output;
+      EXPECT_EQ(spillBytes(output), 0) << module << ":\n" << output;
       ++kernels;
     }
   }
@@ -184,6 +197,47 @@ private:
   const std::map<std::string, std::string> &ptx;
   uint64_t next = 0;
 };
+
+/// At issue 9's shape (16 heads, d_k = 64, nu = 1: 128 features; chunk 64)
+/// the forward scan kernels' products run on the tensor cores (tf32x3 by
+/// default: mma.sync m16n8k8 tf32 with f32 accumulators), and each kernel
+/// assembles for sm_90 and sm_80 with no spills; its registers are printed.
+TEST(PtxKernelsTest, ForwardScanKernelsUseTensorCores) {
+  std::string ptxas = findPtxas();
+  if (ptxas.empty())
+    GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
+  std::filesystem::path dir = scratchDir("fwp-ptx-mma");
+  std::regex registers(R"(Used (\d+) registers)");
+  const std::string mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+  for (const char *chip : {"sm_90", "sm_80"}) {
+    KernelDesc desc = cudaDesc({Rule::Delta, 16, 64, 1, 64});
+    desc.chip = chip;
+    SCOPED_TRACE(desc.str());
+    auto code = fwp::jit::compile(desc)->deviceCode();
+    for (const char *kernel : {"scan_prepare", "scan_state"}) {
+      auto found = code.forwardPtx.find(kernel);
+      ASSERT_NE(found, code.forwardPtx.end()) << kernel;
+      const std::string &ptx = found->second;
+      size_t mmas = 0;
+      for (size_t at = ptx.find(mma); at != std::string::npos;
+           at = ptx.find(mma, at + 1))
+        ++mmas;
+      EXPECT_GT(mmas, 0u) << kernel << " has no " << mma;
+      std::filesystem::path file =
+          dir / (std::string(kernel) + "-" + chip + ".ptx");
+      std::ofstream(file) << ptx;
+      auto [status, output] = run(ptxas + " -arch=" + chip + " -v " +
+                                  file.string() + " -o /dev/null");
+      ASSERT_EQ(status, 0) << kernel << ":\n" << output;
+      std::smatch used;
+      ASSERT_TRUE(std::regex_search(output, used, registers)) << output;
+      EXPECT_EQ(spillBytes(output), 0) << output;
+      std::printf("[ ptxas    ] %s %s: %zu mma.sync (static), %s registers, "
+                  "0 spill bytes\n",
+                  chip, kernel, mmas, used[1].str().c_str());
+    }
+  }
+}
 
 TEST(PtxKernelsTest, PlansPassWhatEveryKernelDeclares) {
   for (const DescCase &c : kDescs) {

@@ -24,6 +24,37 @@ def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def FwpProductsToMma : Pass<"fwp-products-to-mma"> {
+  let summary = "Put the kernels' tile products on the GPU's tensor cores";
+  let description = [{
+    Each `linalg.matmul` inside an `scf.forall` tagged `fwp.kernel` whose
+    f32 tiles divide into 16 x 8 x 8 steps becomes warp-level code: the
+    output is cut into warp tiles (16 rows by up to 32 columns) dealt to the
+    block's warps in turn (`gpu.thread_id x / 32`); each warp keeps its
+    tile's 16 x 8 accumulators in registers across the k steps and computes
+    each step with `nvgpu.mma.sync` (m16n8k8, tf32) on fragments it reads
+    from the operands (upstream's vector-to-gpu conversion); a `gpu.barrier`
+    follows each product. `precision`: `tf32x3` splits each f32 operand into
+    a rounded tf32 high part and its remainder and issues three MMAs (about
+    f32's accuracy); `tf32` issues one MMA of the rounded operands;
+    `cuda-cores` leaves every product to `fwp-lower-tiles`. Products that do
+    not divide (a single row, a width not a multiple of 8) are left as well.
+    Runs before `fwp-kernels-to-gpu`, with the same block size.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
+           "threads per block (a multiple of 32)">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"tf32x3\"",
+           "tf32x3, tf32 or cuda-cores">
+  ];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def FwpParallelLoopsToGPU : Pass<"fwp-parallel-loops-to-gpu"> {
   let summary = "Map dense scf.parallel loops onto one GPU thread per point";
   let description = [{

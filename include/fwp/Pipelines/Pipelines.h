@@ -41,6 +41,13 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads per block of the scan"),
                             llvm::cl::init(128)};
+  Option<std::string> f32Products{
+      *this, "f32-products",
+      llvm::cl::desc("how the kernels' f32 tile products run: tf32x3 "
+                     "(tensor cores, each operand split into two tf32 "
+                     "parts, three MMAs: about f32's accuracy), tf32 (one "
+                     "MMA of operands rounded to tf32) or cuda-cores"),
+      llvm::cl::init("tf32x3")};
   Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("bits of device index arithmetic and of memref "

@@ -26,6 +26,17 @@ inline bool isInsideKernel(mlir::Operation *op) {
   return false;
 }
 
+/// The kernels under `root`, outermost first.
+inline llvm::SmallVector<mlir::scf::ForallOp>
+collectKernels(mlir::Operation *root) {
+  llvm::SmallVector<mlir::scf::ForallOp> kernels;
+  root->walk<mlir::WalkOrder::PreOrder>([&](mlir::scf::ForallOp op) {
+    if (op->hasAttr(kKernelAttrName))
+      kernels.push_back(op);
+  });
+  return kernels;
+}
+
 } // namespace fwp
 
 #endif // FWP_TRANSFORMS_KERNELS_H

@@ -1,0 +1,111 @@
+// RUN: fwp-opt %s -split-input-file -fwp-products-to-mma | FileCheck %s
+// RUN: fwp-opt %s -split-input-file -fwp-products-to-mma=precision=tf32 | FileCheck %s --check-prefix=ONE
+// RUN: fwp-opt %s -split-input-file -fwp-products-to-mma=precision=cuda-cores | FileCheck %s --check-prefix=CORES
+// RUN: not fwp-opt %s -split-input-file -fwp-products-to-mma=precision=f16 2>&1 | FileCheck %s --check-prefix=BADPREC
+// RUN: not fwp-opt %s -split-input-file -fwp-products-to-mma=block-size=48 2>&1 | FileCheck %s --check-prefix=BADBLOCK
+
+// BADPREC: error: fwp-products-to-mma: precision must be tf32x3, tf32 or cuda-cores, got 'f16'
+// BADBLOCK: error: fwp-products-to-mma: block-size must be a multiple of 32 in [32, 1024], got 48
+
+// A 64 x 64 x 128 product: 8 warp tiles of 16 x 32 for 4 warps, two rounds
+// with no guard; each k step (16 of them) loads one A fragment and four B
+// fragments per lane and issues four m16n8k8 MMAs, three each with tf32x3
+// (low-high, high-low, high-high); a barrier after the product.
+// CHECK-LABEL: func @product
+// CHECK: scf.forall
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: scf.for %[[ROUND:.*]] = %c0{{.*}} to %c2{{.*}} step %c1{{.*}} {
+// CHECK-NOT: scf.if
+// CHECK: gpu.lane_id
+// CHECK: scf.for %[[K:.*]] = %c0{{.*}} to %c128 step %c8 iter_args
+// CHECK-COUNT-12: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: scf.yield
+// CHECK: vector.store
+// CHECK: gpu.barrier
+// CHECK-NOT: linalg.matmul
+// CHECK-NOT: vector.contract
+// ONE-LABEL: func @product
+// ONE-COUNT-4: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// ONE-NOT: nvgpu.mma.sync
+// CORES-LABEL: func @product
+// CORES-NOT: nvgpu.mma.sync
+// CORES: linalg.matmul
+!q = memref<64x128xf32, strided<[128, 1], offset: ?>>
+!kt = memref<128x64xf32, strided<[64, 1], offset: ?>>
+!p = memref<64x64xf32, strided<[64, 1], offset: ?>>
+func.func @product(%q: !q, %kt: !kt, %p: !p) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.matmul ins(%q, %kt : !q, !kt) outs(%p : !p)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
+// The state update's product reads its left operand transposed
+// (S += U^T K, 32 x 128 from 64 x 32 and 64 x 128): 8 warp tiles, and the
+// transposed operand is read through its own layout (no copy).
+// CHECK-LABEL: func @transposed_lhs
+// ONE-LABEL: func @transposed_lhs
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c64 step %c8 iter_args
+// CHECK-COUNT-12: nvgpu.mma.sync
+// CHECK: gpu.barrier
+// CHECK-NOT: linalg.matmul
+!u = memref<64x32xf32, strided<[64, 1], offset: ?>>
+!k = memref<64x128xf32, strided<[128, 1], offset: ?>>
+!s = memref<32x128xf32, strided<[128, 1], offset: ?>>
+func.func @transposed_lhs(%u: !u, %k: !k, %s: !s) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>,
+                                   affine_map<(m, n, k) -> (k, n)>,
+                                   affine_map<(m, n, k) -> (m, n)>]
+        ins(%u, %k : !u, !k) outs(%s : !s)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
+// 48 x 8 output: 3 warp tiles for 4 warps, so the last warp is idle (the
+// guard).
+// CHECK-LABEL: func @guarded
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}} step %c1{{.*}} {
+// CHECK: %[[OWNED:.*]] = arith.cmpi ult
+// CHECK: scf.if %[[OWNED]] {
+// CHECK-COUNT-3: nvgpu.mma.sync
+func.func @guarded(%a: memref<48x16xf32>, %b: memref<16x8xf32>,
+                   %c: memref<48x8xf32>) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.matmul ins(%a, %b : memref<48x16xf32>, memref<16x8xf32>)
+        outs(%c : memref<48x8xf32>)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
+// What does not divide into 16 x 8 x 8 stays for fwp-lower-tiles: a single
+// row (the inverse's row products), features not a multiple of 8; and
+// products outside kernels are not touched.
+// CHECK-LABEL: func @left_alone
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK-COUNT-3: linalg.matmul
+func.func @left_alone(%row: memref<1x64xf32>, %a: memref<64x64xf32>,
+                      %r: memref<1x64xf32>, %x: memref<16x12xf32>,
+                      %y: memref<12x8xf32>, %z: memref<16x8xf32>) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.matmul ins(%row, %a : memref<1x64xf32>, memref<64x64xf32>)
+        outs(%r : memref<1x64xf32>)
+    linalg.matmul ins(%x, %y : memref<16x12xf32>, memref<12x8xf32>)
+        outs(%z : memref<16x8xf32>)
+  } {fwp.kernel = "k"}
+  linalg.matmul ins(%a, %a : memref<64x64xf32>, memref<64x64xf32>)
+      outs(%a : memref<64x64xf32>)
+  return
+}
