@@ -3,12 +3,16 @@
 // The GPU's lowering of the tile level's products family (linalg.matmul
 // inside a kernel). Each product's output is cut into warp tiles of 16 rows
 // by up to 32 columns, dealt to the block's warps in turn; a warp keeps its
-// tile as 16 x 8 accumulators in registers across the k steps and does each
-// step as 16 x 8 x 8 vector.contract ops on operands read at their own
-// layout (the indexing maps say which operand is transposed). Upstream's
-// vector-to-gpu conversion then gives each contract its per-lane fragments
-// and an nvgpu.mma.sync (m16n8k8); the f32 operands go to the tensor cores
-// as tf32, split into a high and a low part (three MMAs: hi hi + hi lo +
+// tiles as 16 x 8 accumulators in registers across the k steps and does
+// each step as 16 x 8 x 8 vector.contract ops on operands read at their own
+// layout (the indexing maps say which operand is transposed). Where the
+// tiles deal evenly, the operands go through shared memory first, 32 steps
+// of k at a time (cp.async by every thread, then a barrier), so that each
+// element is read from global memory once per block rather than once per
+// warp that needs it. Upstream's vector-to-gpu conversion then gives each
+// contract its per-lane fragments (ldmatrix from shared memory) and an
+// nvgpu.mma.sync (m16n8k8); the f32 operands go to the tensor cores as
+// tf32, split into a high and a low part (three MMAs: hi hi + hi lo +
 // lo hi) unless `precision` asks for one rounded MMA. A product that does
 // not divide into such tiles (a single row, features that are not a
 // multiple of 8) is left for fwp-lower-tiles, on the CUDA cores.
@@ -40,6 +44,11 @@ constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8;
 constexpr int64_t kWarpSize = 32;
 /// Columns of a warp tile at most: four accumulators of 16 x 8.
 constexpr int64_t kWarpTileCols = 32;
+/// Steps of k staged in shared memory at a time, and the floats of shared
+/// memory a kernel may stage (32 KiB of the 48 KiB a block has without
+/// opting in).
+constexpr int64_t kStageDepth = 32;
+constexpr int64_t kStageBudgetFloats = 8192;
 
 /// An operand's window at loop position (m, n, k) of sizes (sm, sn, sk):
 /// its indexing map picks which of the three each dimension takes.
@@ -96,41 +105,119 @@ std::string whyNotMma(linalg::MatmulOp op) {
   return "";
 }
 
-/// out += lhs rhs as warp tiles of 16 x 8 x 8 contracts; a barrier after
-/// it, since the block's next tile operation may read any of `out`. Returns
-/// the loop over the warp's tiles.
-scf::ForOp rewriteProduct(linalg::MatmulOp op, int64_t numWarps) {
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  int64_t rows = ranges[0], cols = ranges[1], depth = ranges[2];
-  int64_t tileCols = kWarpTileCols;
-  while (cols % tileCols)
-    tileCols /= 2;
-  int64_t rowTiles = rows / kMmaM, colTiles = cols / tileCols;
-  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1];
-  Value out = op.getDpsInits()[0];
+/// How a product's output is dealt to warps: tiles of 16 rows by
+/// `tileCols` columns, tile t to warp t mod warps. The index arithmetic is
+/// affine: upstream's fragment conversion follows the reads' indices back
+/// and refuses arith integer ops on the way.
+class ProductLowering {
+public:
+  ProductLowering(linalg::MatmulOp op, int64_t numWarps)
+      : op(op), b(op.getLoc(), op), maps(op.getIndexingMapsArray()),
+        numWarps(numWarps) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    rows = ranges[0];
+    cols = ranges[1];
+    depth = ranges[2];
+    tileCols = kWarpTileCols;
+    while (cols % tileCols)
+      tileCols /= 2;
+    colTiles = cols / tileCols;
+    numTiles = rows / kMmaM * colTiles;
+    lhs = op.getDpsInputs()[0];
+    rhs = op.getDpsInputs()[1];
+    out = op.getDpsInits()[0];
+  }
 
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
-  Value zero = index(0);
-  // Warp w takes tiles w, w + warps, ... The index arithmetic is affine:
-  // upstream's fragment conversion follows the reads' indices back and
-  // refuses arith integer ops on the way.
-  int64_t numTiles = rowTiles * colTiles;
-  AffineExpr d0 = b.getAffineDimExpr(0), s0 = b.getAffineSymbolExpr(0);
-  auto apply = [&](AffineExpr expr, ValueRange dims, ValueRange symbols) {
+  /// The operands' tiles staged in shared memory, `stageDepth` steps of k
+  /// at a time, if they fit: the floats of `buffer` it needs, else 0.
+  int64_t stagedFloats() const;
+
+  /// Operands read where they are (global memory). Returns the op whose
+  /// regions hold the product's vector code.
+  Operation *lowerInPlace();
+  /// Operands copied (cp.async) into `stage`, a flat workgroup buffer.
+  Operation *lowerStaged(Value stage);
+
+private:
+  /// The staged layout of an operand read through `map` for kStageDepth
+  /// steps of k: [rows, cols] of the window and the padded row stride.
+  struct StagedLayout {
+    int64_t rows, cols, stride;
+    int64_t floats() const { return rows * stride; }
+  };
+  StagedLayout stagedLayout(AffineMap map) const;
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value apply(AffineExpr expr, ValueRange dims, ValueRange symbols) {
     SmallVector<Value> operands(dims);
     llvm::append_range(operands, symbols);
     return affine::AffineApplyOp::create(
         b, AffineMap::get(dims.size(), symbols.size(), expr), operands);
-  };
-  Value warp = apply(s0.floorDiv(kWarpSize), {},
-                     {gpu::ThreadIdOp::create(b, gpu::Dimension::x)});
+  }
+  Value warpIndex() {
+    return apply(b.getAffineSymbolExpr(0).floorDiv(kWarpSize), {},
+                 {gpu::ThreadIdOp::create(b, gpu::Dimension::x)});
+  }
+  /// Row and column origins (16 x 8 pieces) of tile `tileExpr` (an affine
+  /// function of `dims` and the warp `s0`).
+  std::pair<Value, SmallVector<Value>> tileOrigin(AffineExpr tileExpr,
+                                                  ValueRange dims, Value warp) {
+    Value m0 = apply(tileExpr.floorDiv(colTiles) * kMmaM, dims, warp);
+    SmallVector<Value> columns;
+    for (int64_t j = 0; j < tileCols; j += kMmaN)
+      columns.push_back(apply(tileExpr % colTiles * tileCols + j, dims, warp));
+    return {m0, columns};
+  }
+  Value contract(Value a, Value bTile, Value acc) {
+    auto type = [&](vector::IteratorType t) {
+      return vector::IteratorTypeAttr::get(b.getContext(), t);
+    };
+    return vector::ContractionOp::create(
+        b, a, bTile, acc, op.getIndexingMaps(),
+        b.getArrayAttr({type(vector::IteratorType::parallel),
+                        type(vector::IteratorType::parallel),
+                        type(vector::IteratorType::reduction)}));
+  }
+  /// One 16 x 8 x 8 step of a tile's accumulators, reading the operands
+  /// from `lhsTile` and `rhsTile` at k = `k`.
+  SmallVector<Value> step(Value lhsTile, Value rhsTile, Value m0,
+                          ArrayRef<Value> columns, Value k,
+                          ValueRange accumulators);
+  void finish() {
+    gpu::BarrierOp::create(b);
+    op.erase();
+  }
+
+  linalg::MatmulOp op;
+  ImplicitLocOpBuilder b;
+  SmallVector<AffineMap> maps;
+  int64_t numWarps, rows, cols, depth, tileCols, colTiles, numTiles;
+  Value lhs, rhs, out;
+  static constexpr int64_t kStep[] = {kMmaM, kMmaN, kMmaK};
+};
+
+SmallVector<Value> ProductLowering::step(Value lhsTile, Value rhsTile, Value m0,
+                                         ArrayRef<Value> columns, Value k,
+                                         ValueRange accumulators) {
+  Value zero = index(0);
+  Value a = readWindow(b, lhsTile, window(maps[0], {m0, zero, k}, kStep));
+  SmallVector<Value> updated;
+  for (auto [n, acc] : llvm::zip(columns, accumulators)) {
+    Value bTile = readWindow(b, rhsTile, window(maps[1], {m0, n, k}, kStep));
+    updated.push_back(contract(a, bTile, acc));
+  }
+  return updated;
+}
+
+Operation *ProductLowering::lowerInPlace() {
+  Value zero = index(0);
+  Value warp = warpIndex();
   auto rounds = scf::ForOp::create(
       b, zero, index(llvm::divideCeil(numTiles, numWarps)), index(1));
   b.setInsertionPointToStart(rounds.getBody());
   Value round = rounds.getInductionVar();
-  AffineExpr tileExpr = d0 * numWarps + s0;
+  AffineExpr tileExpr =
+      b.getAffineDimExpr(0) * numWarps + b.getAffineSymbolExpr(0);
   if (numTiles % numWarps) {
     Value tileIndex = apply(tileExpr, round, warp);
     auto owned =
@@ -140,45 +227,147 @@ scf::ForOp rewriteProduct(linalg::MatmulOp op, int64_t numWarps) {
                           /*withElseRegion=*/false);
     b.setInsertionPointToStart(&owned.getThenRegion().front());
   }
-  Value m0 = apply(tileExpr.floorDiv(colTiles) * kMmaM, round, warp);
-  SmallVector<Value> columns;
-  for (int64_t j = 0; j < tileCols; j += kMmaN)
-    columns.push_back(apply(tileExpr % colTiles * tileCols + j, round, warp));
-
-  int64_t step[] = {kMmaM, kMmaN, kMmaK};
+  auto [m0, columns] = tileOrigin(tileExpr, round, warp);
   SmallVector<Value> accumulators;
   for (Value n : columns)
     accumulators.push_back(
-        readWindow(b, out, window(maps[2], {m0, n, zero}, step)));
+        readWindow(b, out, window(maps[2], {m0, n, zero}, kStep)));
   auto steps =
       scf::ForOp::create(b, zero, index(depth), index(kMmaK), accumulators);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(steps.getBody());
-    Value k = steps.getInductionVar();
-    Value a = readWindow(b, lhs, window(maps[0], {m0, zero, k}, step));
-    SmallVector<Value> updated;
-    for (auto [n, acc] : llvm::zip(columns, steps.getRegionIterArgs())) {
-      Value bTile = readWindow(b, rhs, window(maps[1], {m0, n, k}, step));
-      updated.push_back(vector::ContractionOp::create(
-          b, a, bTile, acc, op.getIndexingMaps(),
-          b.getArrayAttr(
-              {vector::IteratorTypeAttr::get(b.getContext(),
-                                             vector::IteratorType::parallel),
-               vector::IteratorTypeAttr::get(b.getContext(),
-                                             vector::IteratorType::parallel),
-               vector::IteratorTypeAttr::get(
-                   b.getContext(), vector::IteratorType::reduction)})));
-    }
-    scf::YieldOp::create(b, updated);
+    scf::YieldOp::create(b, step(lhs, rhs, m0, columns, steps.getInductionVar(),
+                                 steps.getRegionIterArgs()));
   }
   for (auto [n, acc] : llvm::zip(columns, steps.getResults()))
-    writeWindow(b, acc, out, window(maps[2], {m0, n, zero}, step));
-
+    writeWindow(b, acc, out, window(maps[2], {m0, n, zero}, kStep));
   b.setInsertionPointAfter(rounds);
-  gpu::BarrierOp::create(b);
-  op.erase();
+  finish();
   return rounds;
+}
+
+ProductLowering::StagedLayout
+ProductLowering::stagedLayout(AffineMap map) const {
+  int64_t extent[] = {rows, cols, std::min(depth, kStageDepth)};
+  unsigned rowDim = cast<AffineDimExpr>(map.getResult(0)).getPosition();
+  unsigned colDim = cast<AffineDimExpr>(map.getResult(1)).getPosition();
+  StagedLayout layout{extent[rowDim], extent[colDim], 0};
+  // A fragment's lanes take 8 rows (m or n: lane / 4) by 4 columns (k:
+  // lane % 4), or 4 rows (k) by 8 columns: strides of 4 or 8 words modulo
+  // 32 banks put the 32 lanes on 32 banks.
+  int64_t banks = rowDim == 2 ? 8 : 4;
+  layout.stride = layout.cols + (banks - layout.cols % 32 + 32) % 32;
+  return layout;
+}
+
+int64_t ProductLowering::stagedFloats() const {
+  int64_t threads = numWarps * kWarpSize;
+  int64_t kBlock = std::min(depth, kStageDepth);
+  StagedLayout l = stagedLayout(maps[0]), r = stagedLayout(maps[1]);
+  // Whole rounds of tiles, whole k blocks, whole copies per thread.
+  if (numTiles % numWarps || depth % kBlock || (l.rows * l.cols) % threads ||
+      (r.rows * r.cols) % threads)
+    return 0;
+  int64_t floats = llvm::alignTo(l.floats(), 4) + r.floats();
+  return floats <= kStageBudgetFloats ? floats : 0;
+}
+
+Operation *ProductLowering::lowerStaged(Value stage) {
+  Value zero = index(0);
+  int64_t kBlock = std::min(depth, kStageDepth);
+  StagedLayout layouts[] = {stagedLayout(maps[0]), stagedLayout(maps[1])};
+  // One trip: the scope of the product's vector code.
+  auto scope = scf::ForOp::create(b, zero, index(1), index(1));
+  b.setInsertionPointToStart(scope.getBody());
+  Value warp = warpIndex();
+  SmallVector<std::pair<Value, SmallVector<Value>>> tiles;
+  SmallVector<Value> accumulators;
+  for (int64_t round = 0; round < numTiles / numWarps; ++round) {
+    tiles.push_back(
+        tileOrigin(b.getAffineSymbolExpr(0) + round * numWarps, {}, warp));
+    for (Value n : tiles.back().second)
+      accumulators.push_back(readWindow(
+          b, out, window(maps[2], {tiles.back().first, n, zero}, kStep)));
+  }
+  // Views of the stage: the operands' windows in their own layouts.
+  SmallVector<Value> views;
+  int64_t offset = 0;
+  for (const StagedLayout &l : layouts) {
+    views.push_back(memref::ReinterpretCastOp::create(
+        b,
+        MemRefType::get(
+            {l.rows, l.cols}, b.getF32Type(),
+            StridedLayoutAttr::get(b.getContext(), offset, {l.stride, 1}),
+            cast<MemRefType>(stage.getType()).getMemorySpace()),
+        stage, offset, ArrayRef<int64_t>{l.rows, l.cols},
+        ArrayRef<int64_t>{l.stride, 1}));
+    offset += llvm::alignTo(l.floats(), 4);
+  }
+
+  auto blocks =
+      scf::ForOp::create(b, zero, index(depth), index(kBlock), accumulators);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(blocks.getBody());
+    Value k0 = blocks.getInductionVar();
+    // The previous block's reads are done before the stage is overwritten.
+    gpu::BarrierOp::create(b);
+    Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+    SmallVector<Value> copies;
+    int64_t extent[] = {rows, cols, kBlock};
+    Value sources[] = {lhs, rhs};
+    for (int operand = 0; operand < 2; ++operand) {
+      const StagedLayout &l = layouts[operand];
+      Window from = window(maps[operand], {zero, zero, k0}, extent);
+      // Element e = i * threads + tid of the rows x cols window, 4 bytes
+      // each: the window's offsets need no alignment.
+      int64_t threads = numWarps * kWarpSize;
+      for (int64_t i = 0; i < l.rows * l.cols / threads; ++i) {
+        AffineExpr e = b.getAffineSymbolExpr(0) + i * threads;
+        Value r = apply(e.floorDiv(l.cols), {}, tid);
+        Value c = apply(e % l.cols, {}, tid);
+        Value srcRow = apply(b.getAffineDimExpr(0) + b.getAffineDimExpr(1),
+                             {from.offsets[0], r}, {});
+        Value srcCol = apply(b.getAffineDimExpr(0) + b.getAffineDimExpr(1),
+                             {from.offsets[1], c}, {});
+        copies.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), views[operand],
+            ValueRange{r, c}, sources[operand], ValueRange{srcRow, srcCol},
+            b.getIndexAttr(1),
+            /*srcElements=*/Value(), /*bypassL1=*/UnitAttr()));
+      }
+    }
+    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), copies);
+    nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(0));
+    gpu::BarrierOp::create(b);
+
+    auto steps = scf::ForOp::create(b, zero, index(kBlock), index(kMmaK),
+                                    blocks.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(steps.getBody());
+      SmallVector<Value> updated;
+      ValueRange accs = steps.getRegionIterArgs();
+      for (auto [t, tile] : llvm::enumerate(tiles)) {
+        size_t perTile = tile.second.size();
+        llvm::append_range(updated, step(views[0], views[1], tile.first,
+                                         tile.second, steps.getInductionVar(),
+                                         accs.slice(t * perTile, perTile)));
+      }
+      scf::YieldOp::create(b, updated);
+    }
+    scf::YieldOp::create(b, steps.getResults());
+  }
+  ValueRange results = blocks.getResults();
+  for (auto [t, tile] : llvm::enumerate(tiles))
+    for (auto [j, n] : llvm::enumerate(tile.second))
+      writeWindow(b, results[t * tile.second.size() + j], out,
+                  window(maps[2], {tile.first, n, zero}, kStep));
+  b.setInsertionPointAfter(scope);
+  finish();
+  return scope;
 }
 
 /// x rounded to the nearest tf32 (10 mantissa bits), as f32 bits whose low
@@ -244,26 +433,50 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   /// A product's contracts in the (m, k) x (n, k) form mma.sync takes, then
   /// per-lane fragments and nvgpu.mma.sync (upstream's vector-to-gpu). Each
   /// product on its own: the conversion's slices must not reach other code.
-  LogicalResult toTensorCores(scf::ForOp warpTiles) {
+  /// A workgroup buffer of `floats` floats for `kernel`'s staged operands
+  /// (a module-level memref.global: gpu-kernel-outlining carries it into
+  /// the kernel's GPU module), and its use at the kernel's start.
+  Value createStage(scf::ForallOp kernel, int64_t floats) {
+    Operation *symbolTableOp =
+        kernel->getParentWithTrait<OpTrait::SymbolTable>();
+    OpBuilder b(kernel.getContext());
+    auto type =
+        MemRefType::get({floats}, b.getF32Type(), MemRefLayoutAttrInterface(),
+                        gpu::AddressSpaceAttr::get(
+                            b.getContext(), gpu::AddressSpace::Workgroup));
+    auto name = kernel->getAttrOfType<StringAttr>(kKernelAttrName);
+    auto global = memref::GlobalOp::create(
+        b, kernel.getLoc(), ("fwp_stage_" + name.getValue()).str(),
+        b.getStringAttr("private"), type, Attribute(), /*constant=*/false,
+        b.getI64IntegerAttr(16));
+    // Inserting renames it if another kernel of the same name has one.
+    SymbolTable(symbolTableOp)
+        .insert(global, symbolTableOp->getRegion(0).front().begin());
+    b.setInsertionPointToStart(kernel.getBody());
+    return memref::GetGlobalOp::create(b, kernel.getLoc(), type,
+                                       global.getSymName());
+  }
+
+  LogicalResult toTensorCores(Operation *warpTiles) {
     RewritePatternSet prepare(&getContext());
     populatePrepareVectorToMMAPatterns(prepare, /*useNvGpu=*/true);
     if (failed(
-            applyPatternsGreedily(warpTiles.getRegion(), std::move(prepare))))
-      return warpTiles.emitOpError("fwp-products-to-mma: preparing the "
-                                   "contracts did not converge");
+            applyPatternsGreedily(warpTiles->getRegion(0), std::move(prepare))))
+      return warpTiles->emitOpError("fwp-products-to-mma: preparing the "
+                                    "contracts did not converge");
     IRRewriter rewriter(&getContext());
     if (failed(convertVectorToNVVMCompatibleMMASync(rewriter, warpTiles)))
-      return warpTiles.emitOpError("fwp-products-to-mma: the contracts did "
-                                   "not convert to nvgpu.mma.sync");
+      return warpTiles->emitOpError("fwp-products-to-mma: the contracts did "
+                                    "not convert to nvgpu.mma.sync");
     // The conversion leaves the vector ops it replaced for a cleanup: dead
     // code, and the accumulators' old loop-carried values.
     RewritePatternSet cleanup(&getContext());
     scf::ForOp::getCanonicalizationPatterns(cleanup, &getContext());
     if (failed(
-            applyPatternsGreedily(warpTiles.getRegion(), std::move(cleanup))))
-      return warpTiles.emitOpError("fwp-products-to-mma: cleaning up did not "
-                                   "converge");
-    WalkResult left = warpTiles.walk([](vector::ContractionOp op) {
+            applyPatternsGreedily(warpTiles->getRegion(0), std::move(cleanup))))
+      return warpTiles->emitOpError("fwp-products-to-mma: cleaning up did not "
+                                    "converge");
+    WalkResult left = warpTiles->walk([](vector::ContractionOp op) {
       op.emitOpError("fwp-products-to-mma: left without a tensor-core form");
       return WalkResult::interrupt();
     });
@@ -278,9 +491,24 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
     });
     if (products.empty())
       return success();
+    int64_t numWarps = blockSize / kWarpSize;
+    // One stage per kernel, as large as its largest staged product needs:
+    // the products run one after another, a barrier apart.
+    int64_t stageFloats = 0;
     for (linalg::MatmulOp op : products)
-      if (failed(toTensorCores(rewriteProduct(op, blockSize / kWarpSize))))
+      stageFloats =
+          std::max(stageFloats, ProductLowering(op, numWarps).stagedFloats());
+    Value stage;
+    if (stageFloats)
+      stage = createStage(kernel, stageFloats);
+    for (linalg::MatmulOp op : products) {
+      ProductLowering lowering(op, numWarps);
+      Operation *scope = stage && lowering.stagedFloats()
+                             ? lowering.lowerStaged(stage)
+                             : lowering.lowerInPlace();
+      if (failed(toTensorCores(scope)))
         return failure();
+    }
 
     SmallVector<nvgpu::MmaSyncOp> mmas;
     kernel.walk([&](nvgpu::MmaSyncOp op) { mmas.push_back(op); });

@@ -141,7 +141,7 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   device.addPass(createSCFToControlFlowPass());
   // Tensor-core fragments (nvgpu.mma.sync); their vectors are lowered with
   // the rest by convert-gpu-to-nvvm, at its index width.
-  device.addPass(createConvertNVGPUToNVVMPass());
+  device.addPass(createFwpNVGPUToNVVM({options.indexBitwidth}));
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = options.indexBitwidth;
   device.addPass(createConvertGpuOpsToNVVMOps(nvvm));

@@ -200,14 +200,24 @@ private:
 
 /// At issue 9's shape (16 heads, d_k = 64, nu = 1: 128 features; chunk 64)
 /// the forward scan kernels' products run on the tensor cores (tf32x3 by
-/// default: mma.sync m16n8k8 tf32 with f32 accumulators), and each kernel
-/// assembles for sm_90 and sm_80 with no spills; its registers are printed.
+/// default: mma.sync m16n8k8 tf32 with f32 accumulators) from operands
+/// staged in shared memory (cp.async in, ldmatrix and ld.shared out), and
+/// each kernel assembles for sm_90 and sm_80 with no spills; its registers
+/// and shared memory are printed.
 TEST(PtxKernelsTest, ForwardScanKernelsUseTensorCores) {
   std::string ptxas = findPtxas();
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
   std::filesystem::path dir = scratchDir("fwp-ptx-mma");
   std::regex registers(R"(Used (\d+) registers)");
+  std::regex shared(R"((\d+) bytes smem)");
+  auto count = [](const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos;
+         at = text.find(what, at + 1))
+      ++n;
+    return n;
+  };
   const std::string mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
   for (const char *chip : {"sm_90", "sm_80"}) {
     KernelDesc desc = cudaDesc({Rule::Delta, 16, 64, 1, 64});
@@ -218,23 +228,28 @@ TEST(PtxKernelsTest, ForwardScanKernelsUseTensorCores) {
       auto found = code.forwardPtx.find(kernel);
       ASSERT_NE(found, code.forwardPtx.end()) << kernel;
       const std::string &ptx = found->second;
-      size_t mmas = 0;
-      for (size_t at = ptx.find(mma); at != std::string::npos;
-           at = ptx.find(mma, at + 1))
-        ++mmas;
+      size_t mmas = count(ptx, mma);
       EXPECT_GT(mmas, 0u) << kernel << " has no " << mma;
+      EXPECT_GT(count(ptx, "cp.async.ca.shared.global"), 0u) << kernel;
+      EXPECT_GT(count(ptx, "ldmatrix.sync.aligned") + count(ptx, "ld.shared"),
+                0u)
+          << kernel;
       std::filesystem::path file =
           dir / (std::string(kernel) + "-" + chip + ".ptx");
       std::ofstream(file) << ptx;
       auto [status, output] = run(ptxas + " -arch=" + chip + " -v " +
                                   file.string() + " -o /dev/null");
       ASSERT_EQ(status, 0) << kernel << ":\n" << output;
-      std::smatch used;
+      std::smatch used, smem;
       ASSERT_TRUE(std::regex_search(output, used, registers)) << output;
+      ASSERT_TRUE(std::regex_search(output, smem, shared)) << output;
       EXPECT_EQ(spillBytes(output), 0) << output;
-      std::printf("[ ptxas    ] %s %s: %zu mma.sync (static), %s registers, "
-                  "0 spill bytes\n",
-                  chip, kernel, mmas, used[1].str().c_str());
+      std::printf("[ ptxas    ] %s %s: %zu mma.sync, %zu cp.async, %zu "
+                  "ldmatrix (static); %s registers, %s bytes shared, 0 spill "
+                  "bytes\n",
+                  chip, kernel, mmas, count(ptx, "cp.async.ca.shared.global"),
+                  count(ptx, "ldmatrix.sync.aligned"), used[1].str().c_str(),
+                  smem[1].str().c_str());
     }
   }
 }

@@ -31,14 +31,21 @@ def FwpProductsToMma : Pass<"fwp-products-to-mma"> {
     f32 tiles divide into 16 x 8 x 8 steps becomes warp-level code: the
     output is cut into warp tiles (16 rows by up to 32 columns) dealt to the
     block's warps in turn (`gpu.thread_id x / 32`); each warp keeps its
-    tile's 16 x 8 accumulators in registers across the k steps and computes
-    each step with `nvgpu.mma.sync` (m16n8k8, tf32) on fragments it reads
-    from the operands (upstream's vector-to-gpu conversion); a `gpu.barrier`
-    follows each product. `precision`: `tf32x3` splits each f32 operand into
-    a rounded tf32 high part and its remainder and issues three MMAs (about
-    f32's accuracy); `tf32` issues one MMA of the rounded operands;
-    `cuda-cores` leaves every product to `fwp-lower-tiles`. Products that do
-    not divide (a single row, a width not a multiple of 8) are left as well.
+    tiles' 16 x 8 accumulators in registers across the k steps and computes
+    each step with `nvgpu.mma.sync` (m16n8k8, tf32) on fragments read by
+    upstream's vector-to-gpu conversion. Where every warp has the same
+    number of tiles and the windows fit (32 KiB), the operands are staged
+    in shared memory 32 steps of k at a time: every thread copies its share
+    with `nvgpu.device_async_copy` (cp.async) into a workgroup buffer (one
+    `memref.global` per kernel, rows padded so fragment loads hit distinct
+    banks), then waits and meets the block at a barrier; A fragments come
+    from it by `ldmatrix`. Otherwise the operands are read where they are.
+    A `gpu.barrier` follows each product. `precision`: `tf32x3` splits each
+    f32 operand into a rounded tf32 high part and its remainder and issues
+    three MMAs (about f32's accuracy); `tf32` issues one MMA of the rounded
+    operands; `cuda-cores` leaves every product to `fwp-lower-tiles`.
+    Products that do not divide (a single row, a width not a multiple of 8)
+    are left as well.
     Runs before `fwp-kernels-to-gpu`, with the same block size.
   }];
   let options = [
@@ -50,9 +57,27 @@ def FwpProductsToMma : Pass<"fwp-products-to-mma"> {
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def FwpNVGPUToNVVM : Pass<"fwp-nvgpu-to-nvvm"> {
+  let summary = "Lower nvgpu ops to NVVM with a given index width";
+  let description = [{
+    Upstream's `convert-nvgpu-to-nvvm` patterns (cp.async, ldmatrix,
+    mma.sync) with `index-bitwidth` bits for index arithmetic and memref
+    descriptors, so that the casts they leave meet those of
+    `convert-gpu-to-nvvm` run with the same width. (Upstream's pass always
+    uses 64 bits.)
+  }];
+  let options = [
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", /*default=*/"64",
+           "bits of index arithmetic and memref descriptors">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 def FwpParallelLoopsToGPU : Pass<"fwp-parallel-loops-to-gpu"> {
