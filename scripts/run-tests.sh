@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test under ctest, then says why tests were skipped (a missing
 # GPU, ptxas or libdevice: never silently), and ends on one line of counts.
-# Usage: run-tests.sh BUILD_DIR JOBS
+# Usage: run-tests.sh BUILD_DIR JOBS [CTEST_ARGS...] (e.g. -E REGEX)
 set -uo pipefail
 build="${1:-build}"
 jobs="${2:-2}"
+shift $(( $# < 2 ? $# : 2 ))
 out="$build/ctest-output.txt"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" 2>&1 | tee "$out"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
 scripts/skip-summary.sh "$build"
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$out" | tail -1)
