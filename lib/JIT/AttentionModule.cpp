@@ -1,6 +1,7 @@
 //===- AttentionModule.cpp - The module every backend compiles ------------===//
 
 #include "AttentionModule.h"
+#include "CompileSupport.h"
 #include "CpuCompiler.h"
 
 #include "fwp/Dialect/FwpOps.h"
@@ -16,7 +17,7 @@ struct OperandTypes {
   Type x, square, wBeta, bO;
 
   OperandTypes(Builder &b, const KernelDesc &desc) {
-    Type t = desc.dtype == DType::F32 ? Type(b.getF32Type()) : b.getF64Type();
+    Type t = elementType(b, desc.dtype);
     int64_t dm = desc.dModel(), dyn = ShapedType::kDynamic;
     x = RankedTensorType::get({dyn, dyn, dm}, t);
     square = RankedTensorType::get({dm, dm}, t);

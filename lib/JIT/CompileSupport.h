@@ -10,6 +10,9 @@
 #ifndef FWP_LIB_JIT_COMPILESUPPORT_H
 #define FWP_LIB_JIT_COMPILESUPPORT_H
 
+#include "fwp/Runtime/ElementType.h"
+
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -90,6 +93,9 @@ private:
   std::unique_ptr<mlir::MLIRContext> ctx;
   std::unique_ptr<DiagnosticCollector> collector;
 };
+
+/// The MLIR element type of `dtype`'s buffers.
+mlir::Type elementType(mlir::Builder &b, rt::DType dtype);
 
 } // namespace fwp::jit
 

@@ -80,7 +80,8 @@ void checkDType(const char *call, const KernelDesc &desc, DType given) {
         std::string(call) + ": called with " +
         (given == DType::F32 ? "float" : "double") +
         " buffers, but the kernel was compiled for " +
-        (desc.dtype == DType::F32 ? "float (f32)" : "double (f64)"));
+        rt::dtypeName(desc.dtype) + " (use the untyped form for bf16 and "
+        "f16: buffers of their 16-bit patterns)");
 }
 
 /// The PTX modules and launch plan of a CUDA entry point's directory.

@@ -26,9 +26,14 @@ const char *ruleName(Rule rule) {
 }
 
 const char *knownDTypeName(DType dtype) {
-  if (dtype != DType::F32 && dtype != DType::F64)
-    return nullptr;
-  return rt::dtypeName(dtype);
+  switch (dtype) {
+  case DType::F32:
+  case DType::F64:
+  case DType::BF16:
+  case DType::F16:
+    return rt::dtypeName(dtype);
+  }
+  return nullptr;
 }
 
 /// "sm_NN" or "sm_NNa" (NN >= 50, as the PTX backend accepts).

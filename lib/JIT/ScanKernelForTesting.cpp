@@ -13,6 +13,7 @@
 
 #include "ScanKernelForTesting.h"
 
+#include "CompileSupport.h"
 #include "CpuCompiler.h"
 
 #include "fwp/Dialect/FwpOps.h"
@@ -45,7 +46,7 @@ void buildModule(ModuleOp module, const ScanKernelDesc &desc) {
   OpBuilder b(module.getContext());
   Location loc = NameLoc::get(b.getStringAttr("fwp-jit test scan"));
   b.setInsertionPointToEnd(module.getBody());
-  Type t = desc.dtype == DType::F32 ? Type(b.getF32Type()) : b.getF64Type();
+  Type t = elementType(b, desc.dtype);
   int64_t dyn = ShapedType::kDynamic;
   bool delta = desc.rule == Rule::Delta;
   fwp::Rule rule = delta ? fwp::Rule::Delta : fwp::Rule::Sum;

@@ -56,6 +56,7 @@ using namespace mlir;
 namespace fwp {
 
 void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize) {
+  pm.addPass(createFwpWidenStorage());
   pm.addPass(createFwpDecomposeAttention());
   pm.addPass(createFwpFuseDpfp());
   pm.addPass(createFwpLowerDpfp());

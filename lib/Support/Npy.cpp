@@ -40,7 +40,22 @@ constexpr size_t kGrowthAxisMaxDigits = 21;
 
 using rt::DType;
 
-const char *descr(DType dtype) { return dtype == DType::F32 ? "<f4" : "<f8"; }
+/// NumPy's type string of `dtype`; NumPy has no bfloat16.
+const char *descr(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "<f4";
+  case DType::F64:
+    return "<f8";
+  case DType::F16:
+    return "<f2";
+  case DType::BF16:
+    break;
+  }
+  throw std::invalid_argument(".npy files cannot hold bf16 (NumPy has no "
+                              "bfloat16): write f32 instead");
+}
+
 
 //===----------------------------------------------------------------------===//
 // Header dict parser: a hand-written parser for the small subset of Python
@@ -260,6 +275,54 @@ void storeLE(std::string &out, uint64_t v, size_t n) {
     out += static_cast<char>((v >> (8 * i)) & 0xff);
 }
 
+/// One element of `dtype` at `p` (little-endian, as .npy files and the
+/// host's buffers hold them), as a double: exact for every dtype.
+double loadElement(const char *p, DType dtype) {
+  switch (dtype) {
+  case DType::F32: {
+    uint32_t bits = static_cast<uint32_t>(loadLE(p, 4));
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  case DType::F64: {
+    uint64_t bits = loadLE(p, 8);
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+  case DType::BF16:
+    return rt::fromBf16(static_cast<uint16_t>(loadLE(p, 2)));
+  case DType::F16:
+    return rt::fromF16(static_cast<uint16_t>(loadLE(p, 2)));
+  }
+  return 0;
+}
+
+/// The bits of `v` rounded to `dtype` (to nearest, ties to even; a 16-bit
+/// dtype through float32 first, which can round twice: within one unit of
+/// the 16-bit dtype's last place).
+uint64_t elementBits(double v, DType dtype) {
+  switch (dtype) {
+  case DType::F32: {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bits;
+  }
+  case DType::F64: {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    return bits;
+  }
+  case DType::BF16:
+    return rt::toBf16(static_cast<float>(v));
+  case DType::F16:
+    return rt::toF16(static_cast<float>(v));
+  }
+  return 0;
+}
+
 /// "()", "(3,)", "(2, 3)".
 std::string pythonShapeRepr(const std::vector<int64_t> &shape) {
   return fmt::format("({}{})", fmt::join(shape, ", "),
@@ -283,7 +346,17 @@ int64_t countElements(const std::vector<int64_t> &shape,
 } // namespace
 
 const char *numpyName(DType dtype) {
-  return dtype == DType::F32 ? "float32" : "float64";
+  switch (dtype) {
+  case DType::F32:
+    return "float32";
+  case DType::F64:
+    return "float64";
+  case DType::F16:
+    return "float16";
+  case DType::BF16:
+    return "bfloat16";
+  }
+  return "?";
 }
 
 std::string formatShape(const std::vector<int64_t> &shape) {
@@ -326,6 +399,8 @@ Array decode(const std::string &bytes, const std::string &name) {
     dtype = DType::F32;
   } else if (d == "<f8") {
     dtype = DType::F64;
+  } else if (d == "<f2") {
+    dtype = DType::F16;
   } else if (d.size() > 1 && d[0] == '>') {
     fail(name, fmt::format("big-endian arrays are not supported (dtype '{}'; "
                            "only '<f4' and '<f8' are)",
@@ -373,19 +448,8 @@ Array decode(const std::string &bytes, const std::string &name) {
 
   const char *p = bytes.data() + prefix + headerLen;
   array.values.resize(count);
-  for (int64_t i = 0; i < count; ++i, p += item) {
-    if (dtype == DType::F32) {
-      uint32_t bits = static_cast<uint32_t>(loadLE(p, 4));
-      float f;
-      std::memcpy(&f, &bits, 4);
-      array.values[i] = f;
-    } else {
-      uint64_t bits = loadLE(p, 8);
-      double v;
-      std::memcpy(&v, &bits, 8);
-      array.values[i] = v;
-    }
-  }
+  for (int64_t i = 0; i < count; ++i, p += item)
+    array.values[i] = loadElement(p, dtype);
   return array;
 }
 
@@ -428,16 +492,7 @@ std::string encode(const Array &array, const std::string &name) {
   size_t item = rt::dtypeBytes(array.dtype);
   out.reserve(out.size() + item * array.values.size());
   for (double v : array.values) {
-    if (array.dtype == DType::F32) {
-      float f = static_cast<float>(v);
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      storeLE(out, bits, 4);
-    } else {
-      uint64_t bits;
-      std::memcpy(&bits, &v, 8);
-      storeLE(out, bits, 8);
-    }
+    storeLE(out, elementBits(v, array.dtype), item);
   }
   return out;
 }
@@ -478,14 +533,13 @@ void write(const std::string &path, const Array &array) {
 
 std::vector<char> toBytes(const Array &array, rt::DType dtype) {
   size_t width = rt::dtypeBytes(dtype);
-  std::vector<char> bytes(array.values.size() * width);
-  for (size_t i = 0; i < array.values.size(); ++i) {
-    if (dtype == rt::DType::F32) {
-      float v = static_cast<float>(array.values[i]);
-      std::memcpy(bytes.data() + width * i, &v, sizeof v);
-    } else {
-      std::memcpy(bytes.data() + width * i, &array.values[i], sizeof(double));
-    }
+  std::vector<char> bytes;
+  bytes.reserve(array.values.size() * width);
+  std::string out;
+  for (double v : array.values) {
+    out.clear();
+    storeLE(out, elementBits(v, dtype), width);
+    bytes.insert(bytes.end(), out.begin(), out.end());
   }
   return bytes;
 }
@@ -496,15 +550,9 @@ Array fromBytes(const void *bytes, const std::vector<int64_t> &shape,
   const char *data = static_cast<const char *>(bytes);
   size_t n = static_cast<size_t>(rt::elementCount(shape).value_or(0));
   array.values.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (dtype == rt::DType::F32) {
-      float v;
-      std::memcpy(&v, data + sizeof v * i, sizeof v);
-      array.values[i] = v;
-    } else {
-      std::memcpy(&array.values[i], data + sizeof(double) * i, sizeof(double));
-    }
-  }
+  size_t width = rt::dtypeBytes(dtype);
+  for (size_t i = 0; i < n; ++i)
+    array.values[i] = loadElement(data + width * i, dtype);
   return array;
 }
 

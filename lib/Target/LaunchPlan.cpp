@@ -49,15 +49,26 @@ PlanOp planOpOf(Operation *op) {
 }
 
 rt::DType dtypeOf(MemRefType type) {
-  return type.getElementType().isF32() ? rt::DType::F32 : rt::DType::F64;
+  Type element = type.getElementType();
+  if (element.isF32())
+    return rt::DType::F32;
+  if (element.isBF16())
+    return rt::DType::BF16;
+  if (element.isF16())
+    return rt::DType::F16;
+  return rt::DType::F64;
 }
 
 LogicalResult checkBuffer(Operation *op, MemRefType type) {
   if (!type.getLayout().isIdentity())
     return op->emitError("launch plans take identity-layout buffers, got ")
            << type;
-  if (!type.getElementType().isF32() && !type.getElementType().isF64())
-    return op->emitError("launch plans take f32 and f64 buffers, got ") << type;
+  Type element = type.getElementType();
+  if (!element.isF32() && !element.isF64() && !element.isBF16() &&
+      !element.isF16())
+    return op->emitError("launch plans take f32, f64, bf16 and f16 "
+                         "buffers, got ")
+           << type;
   return success();
 }
 

@@ -144,7 +144,11 @@ std::string writeCheck(Bundle &bundle, const CaseList &list, size_t index,
   fwp::test::Problem p =
       makeProblem(c, list.dtype, list.firstSeed + 10 * index);
   bool forward = entry == EntryPoint::Forward;
-  writeInputs(bundle, dir, p, list.dtype, !forward);
+  // NumPy has no bf16: 16-bit inputs go in float32 files, which hold them
+  // exactly; the runner converts them to the entry's element type.
+  writeInputs(bundle, dir, p,
+              fwp::rt::dtypeBytes(list.dtype) == 2 ? DType::F32 : list.dtype,
+              !forward);
   std::string expected = dir + "/expected";
   int64_t dm = p.shape.dModel, heads = p.config.heads;
   std::vector<int64_t> steps = {p.shape.seqLen, p.shape.batch, dm};

@@ -76,12 +76,30 @@ struct Problem {
   ref::AttentionParams params;
 };
 
+/// `v` rounded to what a buffer of `dtype` holds.
+inline double roundTo(jit::DType dtype, double v) {
+  switch (dtype) {
+  case jit::DType::F32:
+    return static_cast<float>(v);
+  case jit::DType::F64:
+    return v;
+  case jit::DType::BF16:
+    return rt::fromBf16(rt::toBf16(static_cast<float>(v)));
+  case jit::DType::F16:
+    return rt::fromF16(rt::toF16(static_cast<float>(v)));
+  }
+  return v;
+}
+
 /// x, every weight and dy from Lcg seeds seed, seed + 1, ..., seed + 7,
-/// rounded to float for a float32 kernel (so that the reference runs on
+/// rounded to the kernel's element type (so that the reference runs on
 /// exactly what the kernel reads).
 inline Problem makeProblem(const Case &c, jit::DType dtype, uint64_t seed) {
   auto values = [&](int64_t n, uint64_t s, double scale) {
-    return randomValues(n, s, scale, dtype == jit::DType::F32);
+    std::vector<double> v = randomValues(n, s, scale);
+    for (double &e : v)
+      e = roundTo(dtype, e);
+    return v;
   };
   Problem p;
   p.config.heads = c.heads;
@@ -122,6 +140,13 @@ struct CaseList {
 constexpr double kForwardF32Bound = 1e-5;
 constexpr double kForwardF64Bound = 1e-10;
 constexpr double kBackwardF32Bound = 1e-4;
+/// 16-bit storage: the kernel computes in float32 (within kForwardF32Bound
+/// of the reference on the same, already rounded, inputs) and rounds each
+/// output once to nearest: at most half a unit in the last place, 2^-8 of
+/// |y| for bf16 (8 significant bits) and 2^-11 for f16 (11 bits). So the
+/// error is within u + (1 + u) kForwardF32Bound of max |y|.
+constexpr double kForwardBf16Bound = 1.0 / 256 + 1.01 * kForwardF32Bound;
+constexpr double kForwardF16Bound = 1.0 / 2048 + 1.01 * kForwardF32Bound;
 constexpr double kBackwardF64Bound = 1e-9;
 
 inline const std::vector<CaseList> &forwardCaseLists() {
@@ -196,6 +221,28 @@ inline const std::vector<CaseList> &forwardCaseLists() {
         {Rule::Delta, 2, 4, 2, 8, 12, 3, {1, 2, 3, 4, 5}, 1},
         {Rule::Sum, 2, 4, 2, 8, 19, 2, {0, 8, 18}, 0},
         {Rule::Delta, 2, 4, 2, 8, 3, 1, {0, 1, 2}}}},
+      // bf16 and f16 storage: both rules, T = 1, T < C, T not a multiple
+      // of C, nu 1 to 3, several heads, zero keys, the default chunk.
+      {"Bfloat16Storage",
+       DType::BF16,
+       kForwardBf16Bound,
+       seed,
+       {{Rule::Delta, 1, 4, 1, 8, 1, 1},
+        {Rule::Delta, 2, 16, 2, 8, 7, 1},
+        {Rule::Delta, 3, 4, 3, 8, 35, 2, {0, 8, 34}},
+        {Rule::Sum, 4, 4, 2, 16, 67, 2},
+        {Rule::Delta, 4, 16, 2, 64, 259, 2},
+        {Rule::Sum, 2, 64, 1, 64, 130, 3}}},
+      {"Float16Storage",
+       DType::F16,
+       kForwardF16Bound,
+       seed,
+       {{Rule::Delta, 1, 4, 1, 8, 1, 1},
+        {Rule::Delta, 2, 16, 2, 8, 7, 1},
+        {Rule::Delta, 3, 4, 3, 8, 35, 2, {0, 8, 34}},
+        {Rule::Sum, 4, 4, 2, 16, 67, 2},
+        {Rule::Delta, 4, 16, 2, 64, 259, 2},
+        {Rule::Sum, 2, 64, 1, 64, 130, 3}}},
       {"Float64MatchesReference",
        DType::F64,
        kForwardF64Bound,

@@ -54,6 +54,39 @@ std::vector<double> runForward(const jit::CompiledAttention &kernel,
   return runForward<T>(kernel, p.x, p.params, p.shape);
 }
 
+/// The forward of a kernel of any element type, through the untyped entry
+/// point for bf16 and f16 (buffers of their bit patterns).
+inline std::vector<double> runForwardAnyType(const jit::CompiledAttention &kernel,
+                                             const Problem &p) {
+  jit::DType dtype = kernel.desc().dtype;
+  if (dtype == jit::DType::F32)
+    return runForward<float>(kernel, p);
+  if (dtype == jit::DType::F64)
+    return runForward<double>(kernel, p);
+  auto bits = [&](const std::vector<double> &values) {
+    std::vector<uint16_t> out(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      out[i] = dtype == jit::DType::BF16
+                   ? rt::toBf16(static_cast<float>(values[i]))
+                   : rt::toF16(static_cast<float>(values[i]));
+    return out;
+  };
+  const ref::AttentionParams &w = p.params;
+  std::vector<uint16_t> x = bits(p.x), wq = bits(w.wQ), wk = bits(w.wK),
+                        wv = bits(w.wV), wb = bits(w.wBeta), wo = bits(w.wO),
+                        bo = bits(w.bO);
+  std::vector<uint16_t> y(x.size(), 0x7fc1); // a NaN: must be overwritten
+  kernel.forward(p.shape.seqLen, p.shape.batch,
+                 static_cast<const void *>(x.data()), wq.data(), wk.data(),
+                 wv.data(), wb.data(), wo.data(), bo.data(),
+                 static_cast<void *>(y.data()));
+  std::vector<double> out(y.size());
+  for (size_t i = 0; i < y.size(); ++i)
+    out[i] = dtype == jit::DType::BF16 ? rt::fromBf16(y[i])
+                                       : rt::fromF16(y[i]);
+  return out;
+}
+
 /// For each of `cases` in turn: compiles its kernel for `dtype` (through the
 /// cache; prints the compile time of each kernel the first time it comes
 /// up), makes its problem with seed firstSeed + 10 * (its index), and calls

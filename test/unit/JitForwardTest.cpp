@@ -53,12 +53,10 @@ void checkCases(const std::string &test) {
       [&](const Case &c, const CompiledAttention &kernel, const Problem &p) {
         std::vector<double> ref =
             fwp::ref::attention(p.config, p.shape, p.x, p.params).y;
-        std::vector<double> y = dtype == DType::F32
-                                    ? runForward<float>(kernel, p)
-                                    : runForward<double>(kernel, p);
+        std::vector<double> y = fwp::test::runForwardAnyType(kernel, p);
         double err = relativeError(y, ref);
-        std::printf("[ relerr   ] %s %s: %.3g\n",
-                    dtype == DType::F32 ? "f32" : "f64", c.name().c_str(), err);
+        std::printf("[ relerr   ] %s %s: %.3g\n", fwp::rt::dtypeName(dtype),
+                    c.name().c_str(), err);
         EXPECT_LE(err, bound);
         return err;
       });
@@ -91,6 +89,14 @@ TEST_F(ForwardTest, ZeroKeySteps) { checkCases("ZeroKeySteps"); }
 TEST_F(ForwardTest, Float64MatchesReference) {
   checkCases("Float64MatchesReference");
 }
+
+//===----------------------------------------------------------------------===//
+// 16-bit storage, float32 arithmetic
+//===----------------------------------------------------------------------===//
+
+TEST_F(ForwardTest, Bfloat16Storage) { checkCases("Bfloat16Storage"); }
+
+TEST_F(ForwardTest, Float16Storage) { checkCases("Float16Storage"); }
 
 //===----------------------------------------------------------------------===//
 // forward() itself

@@ -40,7 +40,8 @@ struct DescCase {
   DType dtype = DType::F32;
 };
 
-/// The descriptions of the JIT tests (and one float64 of each rule).
+/// The descriptions of the JIT tests (and one float64 of each rule, one
+/// bf16 and one f16).
 const DescCase kDescs[] = {
     {Rule::Delta, 1, 3, 3, 4},
     {Rule::Delta, 1, 4, 1, 8},
@@ -68,6 +69,8 @@ const DescCase kDescs[] = {
     {Rule::Sum, 7, 4, 1, 8},
     {Rule::Delta, 2, 4, 3, 8, DType::F64},
     {Rule::Sum, 3, 16, 1, 16, DType::F64},
+    {Rule::Delta, 2, 16, 2, 8, DType::BF16},
+    {Rule::Sum, 1, 64, 1, 64, DType::F16},
 };
 
 KernelDesc cudaDesc(const DescCase &c) {
@@ -259,8 +262,7 @@ TEST(PtxKernelsTest, PlansPassWhatEveryKernelDeclares) {
     KernelDesc desc = cudaDesc(c);
     SCOPED_TRACE(desc.str());
     auto code = fwp::jit::compile(desc)->deviceCode();
-    auto dtype =
-        c.dtype == DType::F32 ? fwp::rt::DType::F32 : fwp::rt::DType::F64;
+    fwp::rt::DType dtype = c.dtype;
     int64_t dm = desc.dModel(), seqLen = 37, batch = 2;
     std::vector<int64_t> steps = {seqLen, batch, dm}, square = {dm, dm},
                          gate = {desc.heads, dm}, bias = {dm};

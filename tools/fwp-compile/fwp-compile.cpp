@@ -80,7 +80,11 @@ cl::opt<fwp::jit::Rule> rule(
 cl::opt<fwp::jit::DType>
     dtype("dtype", cl::init(fwp::jit::DType::F32), cl::desc("element type"),
           cl::values(clEnumValN(fwp::jit::DType::F32, "f32", "float32"),
-                     clEnumValN(fwp::jit::DType::F64, "f64", "float64")));
+                     clEnumValN(fwp::jit::DType::F64, "f64", "float64"),
+                     clEnumValN(fwp::jit::DType::BF16, "bf16",
+                                "bfloat16 storage, float32 arithmetic"),
+                     clEnumValN(fwp::jit::DType::F16, "f16",
+                                "IEEE half storage, float32 arithmetic")));
 cl::opt<int64_t> chunkSize("chunk-size", cl::init(64),
                            cl::desc("steps per chunk of the scan"));
 cl::opt<std::string> chip("chip", cl::init(""),

@@ -5,6 +5,21 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FwpWidenStorage : Pass<"fwp-widen-storage"> {
+  let summary = "Run fwp ops on bf16 or f16 tensors in float32";
+  let description = [{
+    bf16 and f16 are storage types only. Each fwp op with 16-bit float
+    tensors among its operands or results is replaced by the same op on
+    float32 tensors: 16-bit operands are extended (`arith.extf`, exact) and
+    float32 results rounded back to the storage type (`arith.truncf`, to
+    nearest even), each in a `linalg.generic`. Every product, state and
+    running sum of what the op lowers to is then float32.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FwpDecomposeAttention : Pass<"fwp-decompose-attention"> {
   let summary = "Split fwp.attention into projections, DPFP, gate, scan and "
                 "output layer";
