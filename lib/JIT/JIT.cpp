@@ -74,14 +74,27 @@ void checkBuffers(
                                   " is null");
 }
 
+/// "float (f32)", "double (f64)", or how to pass 16-bit buffers.
+std::string describe(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "float (f32)";
+  case DType::F64:
+    return "double (f64)";
+  case DType::BF16:
+  case DType::F16:
+    break;
+  }
+  return std::string(rt::dtypeName(dtype)) +
+         " (pass buffers of its 16-bit patterns through the untyped form)";
+}
+
 void checkDType(const char *call, const KernelDesc &desc, DType given) {
   if (desc.dtype != given)
-    throw std::invalid_argument(
-        std::string(call) + ": called with " +
-        (given == DType::F32 ? "float" : "double") +
-        " buffers, but the kernel was compiled for " +
-        rt::dtypeName(desc.dtype) + " (use the untyped form for bf16 and "
-        "f16: buffers of their 16-bit patterns)");
+    throw std::invalid_argument(std::string(call) + ": called with " +
+                                (given == DType::F32 ? "float" : "double") +
+                                " buffers, but the kernel was compiled for " +
+                                describe(desc.dtype));
 }
 
 /// The PTX modules and launch plan of a CUDA entry point's directory.

@@ -52,10 +52,9 @@ const char *descr(DType dtype) {
   case DType::BF16:
     break;
   }
-  throw std::invalid_argument(".npy files cannot hold bf16 (NumPy has no "
-                              "bfloat16): write f32 instead");
+  throw std::runtime_error(".npy files cannot hold bf16 (NumPy has no "
+                           "bfloat16): write f32 instead");
 }
-
 
 //===----------------------------------------------------------------------===//
 // Header dict parser: a hand-written parser for the small subset of Python

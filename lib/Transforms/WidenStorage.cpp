@@ -41,8 +41,8 @@ Value convertElements(ImplicitLocOpBuilder &b, Value value, Type elementType) {
   for (int64_t i = 0; i < type.getRank(); ++i)
     if (type.isDynamicDim(i))
       dynamicSizes.push_back(tensor::DimOp::create(b, value, i));
-  Value init = tensor::EmptyOp::create(b, type.getShape(), elementType,
-                                       dynamicSizes);
+  Value init =
+      tensor::EmptyOp::create(b, type.getShape(), elementType, dynamicSizes);
   AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);
@@ -80,9 +80,9 @@ void widen(Operation *op) {
        llvm::zip(op->getResults(), wide->getResults()))
     narrow.replaceAllUsesWith(
         isNarrowFloat(narrow.getType())
-            ? convertElements(b, wideResult,
-                              cast<RankedTensorType>(narrow.getType())
-                                  .getElementType())
+            ? convertElements(
+                  b, wideResult,
+                  cast<RankedTensorType>(narrow.getType()).getElementType())
             : Value(wideResult));
   op->erase();
 }

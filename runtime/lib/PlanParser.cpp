@@ -450,7 +450,7 @@ DType Parser::dtype() {
   std::string name = word("the dtype");
   std::optional<DType> parsed = parseDType(name);
   if (!parsed)
-    fail("bad dtype '{}' (expected f32 or f64)", name);
+    fail("bad dtype '{}' (expected f32, f64, bf16 or f16)", name);
   return *parsed;
 }
 

@@ -56,8 +56,8 @@ std::vector<double> runForward(const jit::CompiledAttention &kernel,
 
 /// The forward of a kernel of any element type, through the untyped entry
 /// point for bf16 and f16 (buffers of their bit patterns).
-inline std::vector<double> runForwardAnyType(const jit::CompiledAttention &kernel,
-                                             const Problem &p) {
+inline std::vector<double>
+runForwardAnyType(const jit::CompiledAttention &kernel, const Problem &p) {
   jit::DType dtype = kernel.desc().dtype;
   if (dtype == jit::DType::F32)
     return runForward<float>(kernel, p);
@@ -82,8 +82,7 @@ inline std::vector<double> runForwardAnyType(const jit::CompiledAttention &kerne
                  static_cast<void *>(y.data()));
   std::vector<double> out(y.size());
   for (size_t i = 0; i < y.size(); ++i)
-    out[i] = dtype == jit::DType::BF16 ? rt::fromBf16(y[i])
-                                       : rt::fromF16(y[i]);
+    out[i] = dtype == jit::DType::BF16 ? rt::fromBf16(y[i]) : rt::fromF16(y[i]);
   return out;
 }
 

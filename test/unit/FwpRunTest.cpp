@@ -49,9 +49,13 @@ Array randomArray(std::vector<int64_t> shape, DType dtype, uint64_t seed,
   Array a;
   a.shape = std::move(shape);
   a.dtype = dtype;
-  // Inputs stored as float32 are exactly what the tool reads back.
+  // Inputs stored as float32 (or float16) are exactly what the tool reads
+  // back.
   a.values = fwp::test::randomValues(*fwp::rt::elementCount(a.shape), seed,
                                      scale, dtype == DType::F32);
+  if (dtype == DType::F16)
+    for (double &v : a.values)
+      v = fwp::rt::fromF16(fwp::rt::toF16(static_cast<float>(v)));
   return a;
 }
 
@@ -621,8 +625,9 @@ TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
   EXPECT_EQ(cpu.front(), "00-input.mlir");
   EXPECT_NE(readText(cpuDir / "00-input.mlir").find("fwp.attention"),
             std::string::npos);
+  EXPECT_TRUE(std::count(cpu.begin(), cpu.end(), "01-fwp-widen-storage.mlir"));
   EXPECT_TRUE(
-      std::count(cpu.begin(), cpu.end(), "01-fwp-decompose-attention.mlir"));
+      std::count(cpu.begin(), cpu.end(), "02-fwp-decompose-attention.mlir"));
   // The last stage is the LLVM dialect.
   EXPECT_NE(readText(cpuDir / cpu.back()).find("llvm.func"), std::string::npos);
   EXPECT_FALSE(fs::exists(dump / "cpu" / "backward"));
@@ -666,6 +671,40 @@ TEST_F(FwpRunTest, CpuBackendBackwardFloat64MatchesReference) {
   Inputs inputs = writeNewInputs(s, DType::F64, true);
   expectSuccess(run(args("--heads 4 --backend cpu --chunk-size 2")));
   expectGradientsNear(out, inputs, 4, 1, fwp::ref::Rule::Delta, 1e-9);
+}
+
+/// 16-bit storage: float16 files run a float16 kernel and give float16
+/// outputs; --compute-type bf16 runs float32 files in bf16 (NumPy has no
+/// bf16) and writes float32. Bounds: one rounding of each output
+/// (AttentionCases.h's kForwardBf16Bound and kForwardF16Bound).
+TEST_F(FwpRunTest, CpuBackendSixteenBitStorage) {
+  Sizes s;
+  s.seqLen = 11;
+  Inputs f16 = writeNewInputs(s, DType::F16, false);
+  expectSuccess(run(args("--heads 2 --nu 2 --backend cpu --chunk-size 4")));
+  Array y = readOutput("y.npy");
+  EXPECT_EQ(y.dtype, DType::F16);
+  double f16Error = relativeError(y, referenceY(f16, 2, 2));
+  EXPECT_LE(f16Error, 1.0 / 2048 + 1.01e-5);
+  EXPECT_GT(f16Error, 0.0); // the outputs were rounded to f16
+
+  // Float32 files holding bf16 values: the reference sees what the kernel
+  // reads.
+  Inputs bf16 = makeInputs(s, DType::F32, false);
+  for (auto &[name, array] : bf16)
+    for (double &v : array.values)
+      v = fwp::rt::fromBf16(fwp::rt::toBf16(static_cast<float>(v)));
+  writeInputs(bf16);
+  expectSuccess(run(args("--heads 2 --nu 2 --backend cpu --chunk-size 4 "
+                         "--compute-type bf16")));
+  y = readOutput("y.npy");
+  EXPECT_EQ(y.dtype, DType::F32);
+  for (double v : y.values) // every output is a bf16 value
+    EXPECT_EQ(v, fwp::rt::fromBf16(fwp::rt::toBf16(static_cast<float>(v))));
+  EXPECT_LE(relativeError(y, referenceY(bf16, 2, 2)), 1.0 / 256 + 1.01e-5);
+
+  expectRefused(args("--heads 2 --backend cpu --compute-type f8"),
+                {"fwp-run: "});
 }
 
 TEST_F(FwpRunTest, CpuBackendEmptySequence) {

@@ -348,7 +348,7 @@ TEST_F(NpyTest, RefusesBigEndian) {
 
 TEST_F(NpyTest, RefusesOtherDtypes) {
   for (const char *descr :
-       {"<i4", "<f2", "|u1", "<i8", "<c16", "|b1", "<U3", "=f8", "f8", "O"}) {
+       {"<i4", "<f16", "|u1", "<i8", "<c16", "|b1", "<U3", "=f8", "f8", "O"}) {
     SCOPED_TRACE(descr);
     expectRefused(npyFile(std::string("{'descr': '") + descr +
                               "', 'fortran_order': False, 'shape': (2,), }",
@@ -541,6 +541,76 @@ std::string encodeError(const Array &a) {
     return e.what();
   }
   return "";
+}
+
+TEST(NpyHelpers, SixteenBitConversionsRoundToNearestEven) {
+  using fwp::rt::fromBf16;
+  using fwp::rt::fromF16;
+  using fwp::rt::toBf16;
+  using fwp::rt::toF16;
+  // bf16: 8 significant bits. Ties go to the even neighbour.
+  EXPECT_EQ(toBf16(1.0f), 0x3f80);
+  EXPECT_EQ(toBf16(1.0f + 0x1p-8f), 0x3f80);     // tie: down to even
+  EXPECT_EQ(toBf16(1.0f + 3 * 0x1p-8f), 0x3f82); // tie: up to even
+  EXPECT_EQ(toBf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
+  EXPECT_EQ(toBf16(-2.0f), 0xc000);
+  EXPECT_TRUE(std::isnan(fromBf16(toBf16(std::nanf("")))));
+  // f16: 11 significant bits, subnormals from 2^-24, infinity from 65520.
+  EXPECT_EQ(toF16(1.0f), 0x3c00);
+  EXPECT_EQ(toF16(1.0f + 0x1p-11f), 0x3c00);
+  EXPECT_EQ(toF16(1.0f + 3 * 0x1p-11f), 0x3c02);
+  EXPECT_EQ(toF16(-2.0f), 0xc000);
+  EXPECT_EQ(toF16(65504.0f), 0x7bff);
+  EXPECT_EQ(toF16(65519.0f), 0x7bff);
+  EXPECT_EQ(toF16(65520.0f), 0x7c00);
+  EXPECT_EQ(toF16(0x1p-24f), 0x0001);
+  EXPECT_EQ(toF16(0x1p-25f), 0x0000);            // tie: down to even (zero)
+  EXPECT_EQ(toF16(3 * 0x1p-25f), 0x0002);        // tie: up to even
+  EXPECT_EQ(toF16(0x1p-14f - 0x1p-25f), 0x0400); // rounds up to the normals
+  EXPECT_EQ(fromF16(0x0001), 0x1p-24f);
+  EXPECT_EQ(fromF16(0x7c00), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(fromF16(toF16(std::nanf("")))));
+  // Every pattern but NaN survives a round trip through float.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    auto bits = static_cast<uint16_t>(h);
+    if (!std::isnan(fromBf16(bits))) {
+      ASSERT_EQ(toBf16(fromBf16(bits)), bits) << h;
+    }
+    if (!std::isnan(fromF16(bits))) {
+      ASSERT_EQ(toF16(fromF16(bits)), bits) << h;
+    }
+  }
+}
+
+TEST_F(NpyTest, Float16FilesRoundTripAndBfloat16IsRefused) {
+  Array a;
+  a.shape = {2, 3};
+  a.dtype = DType::F16;
+  a.values = {1.0, -0.5, 0x1p-24, 65504.0, 0.333251953125, 0.0};
+  fwp::npy::write(path("h.npy"), a);
+  EXPECT_NE(readBytes("h.npy").find("'descr': '<f2'"), std::string::npos);
+  Array b = fwp::npy::read(path("h.npy"));
+  EXPECT_EQ(b.dtype, DType::F16);
+  EXPECT_EQ(b.values, a.values);
+  EXPECT_STREQ(fwp::npy::numpyName(DType::F16), "float16");
+
+  a.dtype = DType::BF16;
+  try {
+    fwp::npy::encode(a);
+    ADD_FAILURE() << "encode did not fail";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("NumPy has no bfloat16"),
+              std::string::npos)
+        << e.what();
+  }
+  // As buffers, both 16-bit types are the runtime's (toBytes/fromBytes).
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    std::vector<char> bytes = fwp::npy::toBytes(b, dtype);
+    EXPECT_EQ(bytes.size(), 12u);
+    Array back = fwp::npy::fromBytes(bytes.data(), b.shape, dtype);
+    EXPECT_EQ(back.values[0], 1.0);
+    EXPECT_EQ(back.values[1], -0.5);
+  }
 }
 
 TEST(NpyHelpers, EncodeRefusesShapesWithoutAnElementCount) {

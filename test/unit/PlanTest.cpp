@@ -261,7 +261,10 @@ TEST(PlanParseTest, ExpressionsPrint) {
     EXPECT_EQ(planOpName(*parsePlanOp(name)), std::string(name));
   EXPECT_FALSE(parsePlanOp("div"));
   EXPECT_EQ(dtypeBytes(DType::F64), 8u);
-  EXPECT_FALSE(parseDType("f16"));
+  EXPECT_EQ(dtypeBytes(DType::BF16), 2u);
+  EXPECT_EQ(*parseDType("f16"), DType::F16);
+  EXPECT_EQ(*parseDType("bf16"), DType::BF16);
+  EXPECT_FALSE(parseDType("f8"));
 }
 
 // Results: an alloc, views of allocs (through a chain), the same allocation
@@ -526,10 +529,12 @@ TEST(PlanParseErrorTest, UseBeforeDefinition) {
 }
 
 TEST(PlanParseErrorTest, BadDType) {
-  EXPECT_TRUE(contains(bodyError("arg x f16 4\n"),
-                       "test.fwp:3: bad dtype 'f16' (expected f32 or f64)"));
+  EXPECT_TRUE(contains(bodyError("arg x f8 4\n"),
+                       "test.fwp:3: bad dtype 'f8' (expected f32, f64, bf16 "
+                       "or f16)"));
   EXPECT_TRUE(contains(bodyError("alloc b i32 4\n"),
-                       "test.fwp:3: bad dtype 'i32' (expected f32 or f64)"));
+                       "test.fwp:3: bad dtype 'i32' (expected f32, f64, bf16 "
+                       "or f16)"));
 }
 
 TEST(PlanParseErrorTest, BadArgumentSize) {

@@ -21,6 +21,7 @@
 #include "fwp/Support/Npy.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ enum class BackendKind { Reference, Cpu, Cuda };
 /// Options that shape how a backend compiles, from the command line.
 struct BackendSettings {
   int64_t chunkSize = 64; // steps per chunk of a compiled scan
+  /// --compute-type: the element type compiled backends run in (inputs
+  /// rounded to it, outputs converted back to the files' dtype); unset: the
+  /// inputs' dtype.
+  std::optional<rt::DType> computeType;
   /// --dump-ir: where compiled backends write the IR of every stage (and
   /// the PTX); empty for none.
   std::string dumpIr;

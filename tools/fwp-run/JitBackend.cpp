@@ -12,6 +12,7 @@
 
 #include "fwp/JIT/JIT.h"
 #include "fwp/Runtime/Driver.h"
+#include "fwp/Support/Npy.h"
 
 #include <fmt/format.h>
 
@@ -32,7 +33,7 @@ jit::KernelDesc describe(const ref::AttentionConfig &config,
   desc.eps = config.eps;
   desc.heads = config.heads;
   desc.dHead = shape.dModel / config.heads; // the loader checked it divides
-  desc.dtype = dtype == rt::DType::F32 ? jit::DType::F32 : jit::DType::F64;
+  desc.dtype = dtype;
   desc.chunkSize = chunkSize;
   desc.backend = backend;
   return desc;
@@ -45,60 +46,65 @@ jit::CompileOptions dumpingTo(std::string dir) {
   return options;
 }
 
-template <typename T> std::vector<T> cast(const std::vector<double> &v) {
-  return std::vector<T>(v.begin(), v.end());
+/// `values` as a buffer of `dtype` (rounded to it where it is narrower).
+std::vector<char> buffer(const std::vector<double> &values, rt::DType dtype) {
+  return npy::toBytes(npy::Array{{}, dtype, values}, dtype);
 }
 
-std::vector<double> widen(const std::vector<float> &v) {
-  return std::vector<double>(v.begin(), v.end());
+/// A buffer of `count` elements of `dtype`, back as float64 (exact).
+std::vector<double> values(const std::vector<char> &bytes, size_t count,
+                           rt::DType dtype) {
+  return npy::fromBytes(bytes.data(), {static_cast<int64_t>(count)}, dtype)
+      .values;
 }
-std::vector<double> widen(std::vector<double> v) { return v; }
 
-/// The parameters as buffers of element type T, converted from the float64
-/// vectors fwp-run holds (exact: the values came from T in the first
-/// place).
-template <typename T> struct Buffers {
-  std::vector<T> wQ, wK, wV, wBeta, wO, bO;
-  explicit Buffers(const ref::AttentionParams &p)
-      : wQ(cast<T>(p.wQ)), wK(cast<T>(p.wK)), wV(cast<T>(p.wV)),
-        wBeta(cast<T>(p.wBeta)), wO(cast<T>(p.wO)), bO(cast<T>(p.bO)) {}
+/// The parameters as buffers of `dtype`.
+struct Buffers {
+  std::vector<char> wQ, wK, wV, wBeta, wO, bO;
+  Buffers(const ref::AttentionParams &p, rt::DType dtype)
+      : wQ(buffer(p.wQ, dtype)), wK(buffer(p.wK, dtype)),
+        wV(buffer(p.wV, dtype)), wBeta(buffer(p.wBeta, dtype)),
+        wO(buffer(p.wO, dtype)), bO(buffer(p.bO, dtype)) {}
 };
 
-/// y = forward(x) in T.
-template <typename T>
+/// y = forward(x), in the kernel's element type.
 std::vector<double> runForward(const jit::CompiledAttention &kernel,
                                const ref::AttentionShape &shape,
                                const std::vector<double> &x,
                                const ref::AttentionParams &p) {
-  Buffers<T> w(p);
-  std::vector<T> xs = cast<T>(x), y(x.size());
+  rt::DType dtype = kernel.desc().dtype;
+  Buffers w(p, dtype);
+  std::vector<char> xs = buffer(x, dtype), y(xs.size());
   kernel.forward(shape.seqLen, shape.batch, xs.data(), w.wQ.data(), w.wK.data(),
                  w.wV.data(), w.wBeta.data(), w.wO.data(), w.bO.data(),
-                 y.data());
-  return widen(std::move(y));
+                 static_cast<void *>(y.data()));
+  return values(y, x.size(), dtype);
 }
 
-/// Every gradient of the backward in T.
-template <typename T>
-ref::AttentionGradients
-runBackward(const jit::CompiledAttention &kernel,
-            const ref::AttentionShape &shape, const std::vector<double> &x,
-            const ref::AttentionParams &p, const std::vector<double> &dy) {
-  Buffers<T> w(p);
-  std::vector<T> xs = cast<T>(x), dys = cast<T>(dy), dx(x.size());
-  Buffers<T> g(p); // gradients have the shapes of the parameters
+/// Every gradient of the backward, in the kernel's element type.
+ref::AttentionGradients runBackward(const jit::CompiledAttention &kernel,
+                                    const ref::AttentionShape &shape,
+                                    const std::vector<double> &x,
+                                    const ref::AttentionParams &p,
+                                    const std::vector<double> &dy) {
+  rt::DType dtype = kernel.desc().dtype;
+  Buffers w(p, dtype);
+  std::vector<char> xs = buffer(x, dtype), dys = buffer(dy, dtype),
+                    dx(xs.size());
+  Buffers g(p, dtype); // gradients have the shapes of the parameters
   kernel.backward(shape.seqLen, shape.batch, xs.data(), w.wQ.data(),
                   w.wK.data(), w.wV.data(), w.wBeta.data(), w.wO.data(),
-                  w.bO.data(), dys.data(), dx.data(), g.wQ.data(), g.wK.data(),
-                  g.wV.data(), g.wBeta.data(), g.wO.data(), g.bO.data());
+                  w.bO.data(), dys.data(), static_cast<void *>(dx.data()),
+                  g.wQ.data(), g.wK.data(), g.wV.data(), g.wBeta.data(),
+                  g.wO.data(), static_cast<void *>(g.bO.data()));
   ref::AttentionGradients out;
-  out.x = widen(std::move(dx));
-  out.wQ = widen(std::move(g.wQ));
-  out.wK = widen(std::move(g.wK));
-  out.wV = widen(std::move(g.wV));
-  out.wBeta = widen(std::move(g.wBeta));
-  out.wO = widen(std::move(g.wO));
-  out.bO = widen(std::move(g.bO));
+  out.x = values(dx, x.size(), dtype);
+  out.wQ = values(g.wQ, p.wQ.size(), dtype);
+  out.wK = values(g.wK, p.wK.size(), dtype);
+  out.wV = values(g.wV, p.wV.size(), dtype);
+  out.wBeta = values(g.wBeta, p.wBeta.size(), dtype);
+  out.wO = values(g.wO, p.wO.size(), dtype);
+  out.bO = values(g.bO, p.bO.size(), dtype);
   return out;
 }
 
@@ -118,9 +124,7 @@ public:
                                 rt::DType dtype) override {
     auto kernel = compile(config, shape, dtype);
     ref::AttentionOutputs out;
-    out.y = dtype == rt::DType::F32
-                ? runForward<float>(*kernel, shape, x, params)
-                : runForward<double>(*kernel, shape, x, params);
+    out.y = runForward(*kernel, shape, x, params);
     return out;
   }
 
@@ -129,9 +133,7 @@ public:
            const std::vector<double> &x, const ref::AttentionParams &params,
            const std::vector<double> &dy, rt::DType dtype) override {
     auto kernel = compile(config, shape, dtype);
-    return dtype == rt::DType::F32
-               ? runBackward<float>(*kernel, shape, x, params, dy)
-               : runBackward<double>(*kernel, shape, x, params, dy);
+    return runBackward(*kernel, shape, x, params, dy);
   }
 
 private:
@@ -146,7 +148,8 @@ private:
           fmt::format("backend 'cuda' needs a usable CUDA GPU: {}", whyNoGpu));
     try {
       jit::KernelDesc desc =
-          describe(config, shape, dtype, settings.chunkSize, target);
+          describe(config, shape, settings.computeType.value_or(dtype),
+                   settings.chunkSize, target);
       if (settings.dumpIr.empty())
         return jit::compile(desc);
       if (!dumped)

@@ -160,6 +160,19 @@ cl::opt<long long, false, IntegerParser>
               cl::desc("steps per chunk of the compiled scan, 1 to 4096 "
                        "(default 64)"));
 
+cl::opt<rt::DType, false, NameParser<rt::DType>> computeType(
+    "compute-type", cl::cat(category),
+    cl::desc("the element type the compiled backends (cpu, cuda) run in;\n"
+             "inputs are rounded to it and outputs written in the\n"
+             "inputs' dtype (default: the inputs' dtype; NumPy has no\n"
+             "bf16, so bf16 needs this)"),
+    cl::values(clEnumValN(rt::DType::F32, "f32", "float32"),
+               clEnumValN(rt::DType::F64, "f64", "float64"),
+               clEnumValN(rt::DType::BF16, "bf16",
+                          "bfloat16 storage, float32 arithmetic"),
+               clEnumValN(rt::DType::F16, "f16",
+                          "IEEE half storage, float32 arithmetic")));
+
 cl::opt<std::string>
     dumpIr("dump-ir", cl::cat(category), cl::value_desc("DIR"),
            cl::desc("write the IR before and after every stage of the\n"
@@ -172,7 +185,8 @@ constexpr const char *kOverview =
     "  fwp-run --inputs DIR --outputs DIR --heads H [options]\n";
 
 cl::extrahelp layouts(R"(
-INPUTS (.npy, all float32 or all float64, little-endian, C order):
+INPUTS (.npy, all float16, all float32 or all float64, little-endian,
+C order):
 
   x.npy                               [seq_len, batch, d_model]
   w_q.npy, w_k.npy, w_v.npy, w_o.npy  [d_model, d_model]
@@ -288,6 +302,8 @@ Options parseOptions(int argc, const char *const *argv) {
     opts.backend = backend;
   opts.chunkSize = positive(chunkSize);
   opts.dumpIr = directory(dumpIr);
+  if (computeType.getNumOccurrences() > 0)
+    opts.computeType = computeType;
   return opts;
 }
 

@@ -24,6 +24,8 @@ struct Options {
   int64_t chunkSize = 64;
   /// --dump-ir DIR: the IR after every stage, and the PTX.
   std::string dumpIr;
+  /// --compute-type: see BackendSettings::computeType.
+  std::optional<rt::DType> computeType;
 };
 
 /// Parses argv with llvm::cl ("--opt value", "--opt=value"). --help (or -h)

@@ -67,6 +67,7 @@ int runTool(int argc, char **argv) {
   BackendSettings settings;
   settings.chunkSize = opts.chunkSize;
   settings.dumpIr = opts.dumpIr;
+  settings.computeType = opts.computeType;
   // A backend named on the command line is checked before the inputs are
   // read; the default one depends on them (does dy.npy ask for the
   // backward?), so it is chosen after.

@@ -48,12 +48,13 @@ std::string encode(const Array &array, const std::string &name = "<array>");
 /// Parses the bytes of an .npy file; `name` is used in messages.
 Array decode(const std::string &bytes, const std::string &name);
 
-/// NumPy's name of `dtype`, "float32" or "float64" (rt::dtypeName is the
-/// runtime's, "f32").
+/// NumPy's name of `dtype`, "float16", "float32" or "float64" ("bfloat16",
+/// which NumPy lacks; rt::dtypeName is the runtime's, "f32").
 const char *numpyName(rt::DType dtype);
 
-/// The values of `array` as a dense buffer of `dtype` elements (a float32
-/// buffer rounds them), as the runtime's entry points take them.
+/// The values of `array` as a dense buffer of `dtype` elements (a narrower
+/// dtype rounds them to nearest even, 16-bit ones through float32), as the
+/// runtime's entry points take them.
 std::vector<char> toBytes(const Array &array, rt::DType dtype);
 
 /// An array of `shape` read from a dense buffer of `dtype` elements.
