@@ -64,10 +64,11 @@ cl::opt<bool> quick("quick", cl::desc("three cases, one small shape"));
 struct BenchShape {
   fwp::jit::Rule rule;
   int64_t heads, dHead, nu, seqLen, batch;
+  DType dtype = DType::F32;
 };
 
 /// fwp-bench's shapes, and the forward issue's target shape (B=4, T=4096,
-/// H=16, d_k=64, nu=1).
+/// H=16, d_k=64, nu=1) in f32 and in bf16 (fla's peer runs in bf16).
 const std::vector<BenchShape> kBenchShapes = {
     {fwp::jit::Rule::Delta, 4, 8, 1, 64, 1},
     {fwp::jit::Rule::Delta, 4, 16, 1, 256, 2},
@@ -75,6 +76,7 @@ const std::vector<BenchShape> kBenchShapes = {
     {fwp::jit::Rule::Delta, 4, 64, 1, 2048, 4},
     {fwp::jit::Rule::Sum, 4, 64, 1, 2048, 4},
     {fwp::jit::Rule::Delta, 16, 64, 1, 4096, 4},
+    {fwp::jit::Rule::Delta, 16, 64, 1, 4096, 4, DType::BF16},
 };
 
 /// The bundle being written: entry points compiled once per description.
@@ -201,6 +203,7 @@ std::string writeBench(Bundle &bundle) {
     desc.heads = s.heads;
     desc.dHead = s.dHead;
     desc.nu = s.nu;
+    desc.dtype = s.dtype;
     desc.backend = backend;
     desc.chip = backend == Backend::Cuda ? chip.getValue() : "";
     std::string forward = bundle.module(desc, EntryPoint::Forward);
