@@ -134,13 +134,16 @@ void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
     });
 }
 
-/// A = (I + diag(b) G)^-1 with G = stril(K K^T), row by row:
+/// A = (I + diag(b) G)^-1 with G = stril(K K^T). By 16 x 16 blocks where
+/// the chunk holds two or more (emitBlockInverse), else row by row:
 /// A[r, :] = I[r, :] - b_r G[r, :] A, each row one 1 x C by C x C product.
 /// Rows of A below r are still those of I then, and G[r, s] = 0 for s >= r,
 /// so the product sees only finished rows. A diag(b)'s rows hold each
 /// product until A is done.
 void ScanKernels::emitInverse(Value b, Value h, Value t0) {
   int64_t chunk = config.chunk;
+  if (chunk % kInverseBlock == 0 && chunk >= 2 * kInverseBlock)
+    return emitBlockInverse(b, h, t0);
   Value zero = e.index(0);
   Value a = tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk);
   tiles.identity(a);
@@ -152,6 +155,51 @@ void ScanKernels::emitInverse(Value b, Value h, Value t0) {
     tiles.subtractScaled(tiles.tile(buf.a, {b, h, t, zero}, 1, chunk),
                          e.load(buf.bt, {b, h, t}), scratch);
   });
+}
+
+/// A = (I + M)^-1, M = diag(b) G, by n = C / 16 blocks a side
+/// (docs/delta-rule-math.md, section 8): each diagonal block A_ii =
+/// (I + M_ii)^-1 by forward substitution over its 16 rows (1 x 16 by
+/// 16 x 16 products, the n blocks a row at a time), then block row by block
+/// row A_ij = -A_ii (sum_{k = j .. i-1} M_ik A_kj), two 16-row products.
+/// M lives in A diag(b)'s buffer, whose blocks above the diagonal (never
+/// read as M) hold the scratch; G is kept, the backward reads it.
+void ScanKernels::emitBlockInverse(Value b, Value h, Value t0) {
+  const int64_t s = kInverseBlock, n = config.chunk / s, chunk = config.chunk;
+  Value zero = e.index(0);
+  tiles.identity(tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk));
+  tiles.scaleRows(tiles.tile(buf.gram, {b, h, t0, zero}, chunk, chunk),
+                  tiles.tile(buf.bt, {b, h, t0}, chunk),
+                  tiles.tile(buf.ab, {b, h, t0, zero}, chunk, chunk));
+  // Block (row block i, column block j) of a chunk x chunk buffer, with
+  // `rows` rows from `row` within the block.
+  auto block = [&](Value buffer, int64_t i, int64_t j, int64_t rows,
+                   int64_t cols, Value row = Value()) {
+    Value r = e.addIndex(t0, e.index(i * s));
+    if (row)
+      r = e.addIndex(r, row);
+    return tiles.tile(buffer, {b, h, r, e.index(j * s)}, rows, cols);
+  };
+  // Row r of every diagonal block; the scratch row is block (0, n-1)'s.
+  Value scratch = block(buf.ab, 0, n - 1, 1, s);
+  e.forLoop(e.index(1), e.index(s), [&](Value r) {
+    for (int64_t i = 0; i < n; ++i) {
+      tiles.product(block(buf.ab, i, i, 1, s, r), block(buf.a, i, i, s, s),
+                    scratch);
+      Value aRow = block(buf.a, i, i, 1, s, r);
+      tiles.subtract(aRow, scratch, aRow);
+    }
+  });
+  for (int64_t i = 1; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j) {
+      // T = sum_k M_ik A_kj (block (j, i) of the scratch), then
+      // A_ij = A_ii (-T).
+      Value t = block(buf.ab, j, i, s, s);
+      tiles.product(block(buf.ab, i, j, s, (i - j) * s),
+                    block(buf.a, j, j, (i - j) * s, s), t);
+      tiles.negate(t);
+      tiles.product(block(buf.a, i, i, s, s), t, block(buf.a, i, j, s, s));
+    }
 }
 
 void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {

@@ -31,6 +31,10 @@
 
 namespace fwp {
 
+/// The side of the blocks the delta rule's A is inverted by: the tensor
+/// cores' 16 rows.
+constexpr int64_t kInverseBlock = 16;
+
 /// Static sizes and options of one scan.
 struct ScanConfig {
   Rule rule = Rule::Delta;
@@ -114,6 +118,7 @@ private:
   // Forward pieces.
   void emitChunkLoads(Value b, Value h, Value t0, Value len);
   void emitInverse(Value b, Value h, Value t0);
+  void emitBlockInverse(Value b, Value h, Value t0);
   void emitPrepare(Value b, Value h, Value c, Value t0, Value len);
   void emitStateInit(Value b, Value h, Value v0);
   void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len);

@@ -167,6 +167,28 @@ void TileBuilder::scaleColumns(Value in, Value scale, Value out) {
       });
 }
 
+void TileBuilder::scaleRows(Value in, Value scale, Value out) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  linalg::GenericOp::create(
+      b, ValueRange{in, scale}, ValueRange{out},
+      {identityMap(2), row, identityMap(2)}, parallel(2),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value v = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
+void TileBuilder::negate(Value tile) {
+  int64_t r = rank(tile);
+  linalg::GenericOp::create(
+      b, ValueRange{}, ValueRange{tile}, {identityMap(r)}, parallel(r),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value v = arith::NegFOp::create(nb, loc, args[0], kFlags);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
 void TileBuilder::subtractScaled(Value row, Value scale, Value delta) {
   int64_t r = rank(row);
   MLIRContext *ctx = b.getContext();

@@ -70,6 +70,12 @@ public:
   /// out[i, j] = in[i, j] * scale[j] (1-D scale).
   void scaleColumns(mlir::Value in, mlir::Value scale, mlir::Value out);
 
+  /// out[i, j] = in[i, j] * scale[i] (1-D scale).
+  void scaleRows(mlir::Value in, mlir::Value scale, mlir::Value out);
+
+  /// tile = -tile.
+  void negate(mlir::Value tile);
+
   /// row = row - scale * delta, for 1-row tiles row and delta and a scalar.
   void subtractScaled(mlir::Value row, mlir::Value scale, mlir::Value delta);
 

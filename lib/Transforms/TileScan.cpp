@@ -44,7 +44,8 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
   auto vType = op.getV().getType();
   Type elementType = vType.getElementType();
   if (!isa<Float32Type, Float64Type>(elementType))
-    return op.emitOpError("fwp-tile-scan supports f32 and f64, got ")
+    return op.emitOpError("fwp-tile-scan supports f32 and f64 (16-bit "
+                          "storage: run fwp-widen-storage first), got ")
            << elementType;
   if (qType.isDynamicDim(3) || vType.isDynamicDim(3))
     return op.emitOpError("fwp-tile-scan needs static feature and value "

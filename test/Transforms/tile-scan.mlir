@@ -1,4 +1,5 @@
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: fwp-opt %s -fwp-tile-scan=chunk-size=32 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BLOCKS
 // RUN: not fwp-opt %s -fwp-tile-scan=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
 // RUN: not fwp-opt %s -fwp-tile-scan=value-block=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
 
@@ -14,6 +15,20 @@
 // A row by row (a 1 x 16 product per row), W~ and U~ as products. A state
 // kernel over (batch, head, value block) runs the chunks in order on its
 // 8 x 32 block of the state (S^T laid out once per chunk).
+// With two or more 16 x 16 blocks a chunk (C = 32), A goes by blocks:
+// M = diag(b) G, the two diagonal blocks by substitution over their 16
+// rows (1 x 16 by 16 x 16 products), then the off-diagonal block as
+// T = M_10 A_00, negated, A_10 = A_11 (-T): 16 x 16 products.
+// BLOCKS-LABEL: func @delta_fused
+// BLOCKS: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<32x32xf32{{.*}}, memref<32xf32{{.*}}) outs(%{{.*}} : memref<32x32xf32
+// BLOCKS: scf.for %{{.*}} = %c1{{.*}} to %c16
+// BLOCKS-COUNT-2: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<1x16xf32{{.*}}, memref<16x16xf32
+// BLOCKS: }
+// BLOCKS: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x16xf32{{.*}}) outs(%[[T:.*]] : memref<16x16xf32
+// BLOCKS: linalg.generic {{.*}} outs(%[[T]]
+// BLOCKS: arith.negf
+// BLOCKS: linalg.matmul ins(%{{.*}}, %[[T]] : memref<16x16xf32{{.*}}, memref<16x16xf32
+// BLOCKS: } {fwp.kernel = "scan_prepare"}
 // CHECK-LABEL: func @delta_fused
 // CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
@@ -123,7 +138,7 @@ func.func @dynamic_features(%q: tensor<8x1x1x?xf32>, %v: tensor<8x1x1x2xf32>)
 
 func.func @half_precision(%q: tensor<8x1x1x4xf16>, %v: tensor<8x1x1x2xf16>)
     -> tensor<8x1x1x2xf16> {
-  // expected-error @+1 {{fwp-tile-scan supports f32 and f64, got 'f16'}}
+  // expected-error @+1 {{fwp-tile-scan supports f32 and f64 (16-bit storage: run fwp-widen-storage first), got 'f16'}}
   %y = fwp.scan sum %q, %q, %v
       : tensor<8x1x1x4xf16>, tensor<8x1x1x4xf16>, tensor<8x1x1x2xf16>
       -> tensor<8x1x1x2xf16>

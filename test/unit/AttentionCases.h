@@ -210,6 +210,15 @@ inline const std::vector<CaseList> &forwardCaseLists() {
         {Rule::Delta, 4, 16, 2, 64, 259, 2},
         {Rule::Sum, 2, 64, 1, 64, 259, 1},
         {Rule::Sum, 2, 64, 1, 64, 130, 3}}},
+      // A by 16 x 16 blocks: two blocks (C = 32) and three (C = 48), T not
+      // a multiple of C, zero keys inside the blocks.
+      {"BlockInverse",
+       DType::F32,
+       kForwardF32Bound,
+       seed,
+       {{Rule::Delta, 2, 16, 2, 32, 70, 2},
+        {Rule::Delta, 3, 4, 3, 48, 100, 1, {5, 47, 48}},
+        {Rule::Delta, 1, 64, 1, 32, 33, 3}}},
       // All-zero x rows give zero keys: such a step must write nothing. Zero
       // steps at the start, on chunk boundaries, inside chunks and at the
       // end; for every batch row or for one only.

@@ -80,6 +80,8 @@ TEST_F(ForwardTest, ManyHeads) { checkCases("ManyHeads"); }
 
 TEST_F(ForwardTest, DefaultChunkSize) { checkCases("DefaultChunkSize"); }
 
+TEST_F(ForwardTest, BlockInverse) { checkCases("BlockInverse"); }
+
 TEST_F(ForwardTest, ZeroKeySteps) { checkCases("ZeroKeySteps"); }
 
 //===----------------------------------------------------------------------===//
