@@ -104,7 +104,8 @@ LogicalResult lowerVectors(Operation *root) {
     memref::populateFoldMemRefAliasOpPatterns(patterns);
     addCanonicalization(patterns);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
-      return failure();
+      return root->emitError("vector lowering: folding the transfers into "
+                             "their buffers did not converge");
     DominanceInfo dominance(root);
     eliminateCommonSubExpressions(rewriter, dominance, root);
     root->walk([](LoopLikeOpInterface loop) { moveLoopInvariantCode(loop); });
@@ -119,7 +120,8 @@ LogicalResult lowerVectors(Operation *root) {
     vector::populateVectorMultiReductionLoweringPatterns(
         patterns, vector::VectorMultiReductionLowering::InnerParallel);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
-      return failure();
+      return root->emitError("vector lowering: contractions to outer "
+                             "products did not converge");
   }
   // Down to 1-D loads, stores and FMAs. (No canonicalization here: it
   // would fold the insert chains into element lists of hundreds of
@@ -137,7 +139,8 @@ LogicalResult lowerVectors(Operation *root) {
     vector::populateVectorOuterProductLoweringPatterns(patterns);
     vector::populateVectorBroadcastLoweringPatterns(patterns);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
-      return failure();
+      return root->emitError("vector lowering: lowering to 1-D vectors did "
+                             "not converge");
   }
   return success();
 }
