@@ -41,6 +41,7 @@ namespace {
 
 /// The tensor cores' step for f32 (tf32) operands: m16n8k8.
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8;
+constexpr int64_t kMmaShape[] = {kMmaM, kMmaN, kMmaK};
 constexpr int64_t kWarpSize = 32;
 /// Columns of a warp tile at most: four accumulators of 16 x 8.
 constexpr int64_t kWarpTileCols = 32;
@@ -84,25 +85,22 @@ void writeWindow(ImplicitLocOpBuilder &b, Value value, Value buffer,
   vector::TransferWriteOp::create(b, value, buffer, w.offsets, inBounds);
 }
 
-/// Why `op` stays on the CUDA cores, or an empty string if its tiles fit
-/// the tensor cores.
-std::string whyNotMma(linalg::MatmulOp op) {
+/// Whether `op`'s tiles fit the tensor cores: f32 buffers, 2-D permuted
+/// operands, a static shape that divides into 16 x 8 x 8 steps. Others stay
+/// on the CUDA cores.
+bool fitsTensorCores(linalg::MatmulOp op) {
   if (!op.hasPureBufferSemantics())
-    return "not on buffers";
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (!llvm::all_of(maps, [](AffineMap m) {
+    return false;
+  if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) {
         return m.isProjectedPermutation() && m.getNumResults() == 2;
       }))
-    return "indexing maps are not 2-D permutations";
+    return false;
   for (Value operand : op->getOperands())
     if (!cast<MemRefType>(operand.getType()).getElementType().isF32())
-      return "elements are not f32";
+      return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ShapedType::isDynamicShape(ranges))
-    return "shape is not static";
-  if (ranges[0] % kMmaM || ranges[1] % kMmaN || ranges[2] % kMmaK)
-    return "shape is not a multiple of 16 x 8 x 8";
-  return "";
+  return !ShapedType::isDynamicShape(ranges) && ranges[0] % kMmaM == 0 &&
+         ranges[1] % kMmaN == 0 && ranges[2] % kMmaK == 0;
 }
 
 /// How a product's output is dealt to warps: tiles of 16 rows by
@@ -128,8 +126,9 @@ public:
     out = op.getDpsInits()[0];
   }
 
-  /// The operands' tiles staged in shared memory, `stageDepth` steps of k
-  /// at a time, if they fit: the floats of `buffer` it needs, else 0.
+  /// The floats of shared memory the operands need staged kStageDepth
+  /// steps of k at a time, or 0 if they cannot be staged (tiles that do not
+  /// deal evenly, or windows over the budget).
   int64_t stagedFloats() const;
 
   /// Operands read where they are (global memory). Returns the op whose
@@ -193,17 +192,17 @@ private:
   SmallVector<AffineMap> maps;
   int64_t numWarps, rows, cols, depth, tileCols, colTiles, numTiles;
   Value lhs, rhs, out;
-  static constexpr int64_t kStep[] = {kMmaM, kMmaN, kMmaK};
 };
 
 SmallVector<Value> ProductLowering::step(Value lhsTile, Value rhsTile, Value m0,
                                          ArrayRef<Value> columns, Value k,
                                          ValueRange accumulators) {
   Value zero = index(0);
-  Value a = readWindow(b, lhsTile, window(maps[0], {m0, zero, k}, kStep));
+  Value a = readWindow(b, lhsTile, window(maps[0], {m0, zero, k}, kMmaShape));
   SmallVector<Value> updated;
   for (auto [n, acc] : llvm::zip(columns, accumulators)) {
-    Value bTile = readWindow(b, rhsTile, window(maps[1], {m0, n, k}, kStep));
+    Value bTile =
+        readWindow(b, rhsTile, window(maps[1], {m0, n, k}, kMmaShape));
     updated.push_back(contract(a, bTile, acc));
   }
   return updated;
@@ -231,7 +230,7 @@ Operation *ProductLowering::lowerInPlace() {
   SmallVector<Value> accumulators;
   for (Value n : columns)
     accumulators.push_back(
-        readWindow(b, out, window(maps[2], {m0, n, zero}, kStep)));
+        readWindow(b, out, window(maps[2], {m0, n, zero}, kMmaShape)));
   auto steps =
       scf::ForOp::create(b, zero, index(depth), index(kMmaK), accumulators);
   {
@@ -241,7 +240,7 @@ Operation *ProductLowering::lowerInPlace() {
                                  steps.getRegionIterArgs()));
   }
   for (auto [n, acc] : llvm::zip(columns, steps.getResults()))
-    writeWindow(b, acc, out, window(maps[2], {m0, n, zero}, kStep));
+    writeWindow(b, acc, out, window(maps[2], {m0, n, zero}, kMmaShape));
   b.setInsertionPointAfter(rounds);
   finish();
   return rounds;
@@ -288,7 +287,7 @@ Operation *ProductLowering::lowerStaged(Value stage) {
         tileOrigin(b.getAffineSymbolExpr(0) + round * numWarps, {}, warp));
     for (Value n : tiles.back().second)
       accumulators.push_back(readWindow(
-          b, out, window(maps[2], {tiles.back().first, n, zero}, kStep)));
+          b, out, window(maps[2], {tiles.back().first, n, zero}, kMmaShape)));
   }
   // Views of the stage: the operands' windows in their own layouts.
   SmallVector<Value> views;
@@ -364,7 +363,7 @@ Operation *ProductLowering::lowerStaged(Value stage) {
   for (auto [t, tile] : llvm::enumerate(tiles))
     for (auto [j, n] : llvm::enumerate(tile.second))
       writeWindow(b, results[t * tile.second.size() + j], out,
-                  window(maps[2], {tile.first, n, zero}, kStep));
+                  window(maps[2], {tile.first, n, zero}, kMmaShape));
   b.setInsertionPointAfter(scope);
   finish();
   return scope;
@@ -393,16 +392,15 @@ void splitIntoTf32(nvgpu::MmaSyncOp mma, bool threePass) {
   ImplicitLocOpBuilder b(mma.getLoc(), mma);
   Value a = mma.getMatrixA(), bm = mma.getMatrixB();
   Value aHigh = roundToTf32(b, a), bHigh = roundToTf32(b, bm);
-  int64_t shape[] = {kMmaM, kMmaN, kMmaK};
   Value acc = mma.getMatrixC();
   if (threePass) {
     Value aLow = roundToTf32(b, arith::SubFOp::create(b, a, aHigh));
     Value bLow = roundToTf32(b, arith::SubFOp::create(b, bm, bHigh));
     // Smallest terms first.
-    acc = nvgpu::MmaSyncOp::create(b, aLow, bHigh, acc, shape, true);
-    acc = nvgpu::MmaSyncOp::create(b, aHigh, bLow, acc, shape, true);
+    acc = nvgpu::MmaSyncOp::create(b, aLow, bHigh, acc, kMmaShape, true);
+    acc = nvgpu::MmaSyncOp::create(b, aHigh, bLow, acc, kMmaShape, true);
   }
-  acc = nvgpu::MmaSyncOp::create(b, aHigh, bHigh, acc, shape, true);
+  acc = nvgpu::MmaSyncOp::create(b, aHigh, bHigh, acc, kMmaShape, true);
   mma.replaceAllUsesWith(acc);
   mma.erase();
 }
@@ -430,9 +428,6 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
         return signalPassFailure();
   }
 
-  /// A product's contracts in the (m, k) x (n, k) form mma.sync takes, then
-  /// per-lane fragments and nvgpu.mma.sync (upstream's vector-to-gpu). Each
-  /// product on its own: the conversion's slices must not reach other code.
   /// A workgroup buffer of `floats` floats for `kernel`'s staged operands
   /// (a module-level memref.global: gpu-kernel-outlining carries it into
   /// the kernel's GPU module), and its use at the kernel's start.
@@ -457,6 +452,9 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
                                        global.getSymName());
   }
 
+  /// A product's contracts in the (m, k) x (n, k) form mma.sync takes, then
+  /// per-lane fragments and nvgpu.mma.sync (upstream's vector-to-gpu). Each
+  /// product on its own: the conversion's slices must not reach other code.
   LogicalResult toTensorCores(Operation *warpTiles) {
     RewritePatternSet prepare(&getContext());
     populatePrepareVectorToMMAPatterns(prepare, /*useNvGpu=*/true);
@@ -484,28 +482,26 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   }
 
   LogicalResult convertKernel(scf::ForallOp kernel) {
-    SmallVector<linalg::MatmulOp> products;
+    int64_t numWarps = blockSize / kWarpSize;
+    SmallVector<ProductLowering> products;
     kernel.walk([&](linalg::MatmulOp op) {
-      if (whyNotMma(op).empty())
-        products.push_back(op);
+      if (fitsTensorCores(op))
+        products.emplace_back(op, numWarps);
     });
     if (products.empty())
       return success();
-    int64_t numWarps = blockSize / kWarpSize;
     // One stage per kernel, as large as its largest staged product needs:
     // the products run one after another, a barrier apart.
-    int64_t stageFloats = 0;
-    for (linalg::MatmulOp op : products)
-      stageFloats =
-          std::max(stageFloats, ProductLowering(op, numWarps).stagedFloats());
+    SmallVector<int64_t> staged;
+    for (const ProductLowering &product : products)
+      staged.push_back(product.stagedFloats());
+    int64_t stageFloats = *llvm::max_element(staged);
     Value stage;
     if (stageFloats)
       stage = createStage(kernel, stageFloats);
-    for (linalg::MatmulOp op : products) {
-      ProductLowering lowering(op, numWarps);
-      Operation *scope = stage && lowering.stagedFloats()
-                             ? lowering.lowerStaged(stage)
-                             : lowering.lowerInPlace();
+    for (auto [lowering, floats] : llvm::zip(products, staged)) {
+      Operation *scope =
+          floats ? lowering.lowerStaged(stage) : lowering.lowerInPlace();
       if (failed(toTensorCores(scope)))
         return failure();
     }

@@ -532,15 +532,11 @@ void write(const std::string &path, const Array &array) {
 
 std::vector<char> toBytes(const Array &array, rt::DType dtype) {
   size_t width = rt::dtypeBytes(dtype);
-  std::vector<char> bytes;
-  bytes.reserve(array.values.size() * width);
   std::string out;
-  for (double v : array.values) {
-    out.clear();
+  out.reserve(array.values.size() * width);
+  for (double v : array.values)
     storeLE(out, elementBits(v, dtype), width);
-    bytes.insert(bytes.end(), out.begin(), out.end());
-  }
-  return bytes;
+  return std::vector<char>(out.begin(), out.end());
 }
 
 Array fromBytes(const void *bytes, const std::vector<int64_t> &shape,

@@ -156,23 +156,19 @@ void TileBuilder::divideRows(Value tile, Value divisors) {
 }
 
 void TileBuilder::scaleColumns(Value in, Value scale, Value out) {
-  MLIRContext *ctx = b.getContext();
-  AffineMap column = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-  linalg::GenericOp::create(
-      b, ValueRange{in, scale}, ValueRange{out},
-      {identityMap(2), column, identityMap(2)}, parallel(2),
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value v = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
-        linalg::YieldOp::create(nb, loc, v);
-      });
+  scaleAlong(in, scale, out, /*dim=*/1);
 }
 
 void TileBuilder::scaleRows(Value in, Value scale, Value out) {
+  scaleAlong(in, scale, out, /*dim=*/0);
+}
+
+void TileBuilder::scaleAlong(Value in, Value scale, Value out, unsigned dim) {
   MLIRContext *ctx = b.getContext();
-  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  AffineMap along = AffineMap::get(2, 0, {getAffineDimExpr(dim, ctx)}, ctx);
   linalg::GenericOp::create(
       b, ValueRange{in, scale}, ValueRange{out},
-      {identityMap(2), row, identityMap(2)}, parallel(2),
+      {identityMap(2), along, identityMap(2)}, parallel(2),
       [&](OpBuilder &nb, Location loc, ValueRange args) {
         Value v = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
         linalg::YieldOp::create(nb, loc, v);

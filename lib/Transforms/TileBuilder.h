@@ -93,6 +93,9 @@ private:
               llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
                                              mlir::Value, mlir::Value)>
                   combine);
+  /// out[i, j] = in[i, j] * scale[dim == 0 ? i : j].
+  void scaleAlong(mlir::Value in, mlir::Value scale, mlir::Value out,
+                  unsigned dim);
   int64_t rank(mlir::Value tile) const;
   mlir::AffineMap identityMap(int64_t rank) const;
   llvm::SmallVector<mlir::utils::IteratorType> parallel(int64_t rank) const;

@@ -37,12 +37,8 @@ bool isNarrowFloat(Type type) {
 /// arith.extf or arith.truncf (round to nearest even) in a linalg.generic.
 Value convertElements(ImplicitLocOpBuilder &b, Value value, Type elementType) {
   auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<Value> dynamicSizes;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    if (type.isDynamicDim(i))
-      dynamicSizes.push_back(tensor::DimOp::create(b, value, i));
-  Value init =
-      tensor::EmptyOp::create(b, type.getShape(), elementType, dynamicSizes);
+  Value init = tensor::EmptyOp::create(
+      b, tensor::getMixedSizes(b, b.getLoc(), value), elementType);
   AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);

@@ -153,6 +153,15 @@ inline const std::vector<CaseList> &forwardCaseLists() {
   using jit::DType;
   using jit::Rule;
   constexpr uint64_t seed = 100;
+  // bf16 and f16 storage: both rules, T = 1, T < C, T not a multiple of C,
+  // nu 1 to 3, several heads, zero keys, the default chunk.
+  static const std::vector<Case> sixteenBitCases = {
+      {Rule::Delta, 1, 4, 1, 8, 1, 1},
+      {Rule::Delta, 2, 16, 2, 8, 7, 1},
+      {Rule::Delta, 3, 4, 3, 8, 35, 2, {0, 8, 34}},
+      {Rule::Sum, 4, 4, 2, 16, 67, 2},
+      {Rule::Delta, 4, 16, 2, 64, 259, 2},
+      {Rule::Sum, 2, 64, 1, 64, 130, 3}};
   static const std::vector<CaseList> lists = {
       // C = 8: T = 1, T < C, T a multiple of C, T not a multiple, T = 4C + 3.
       {"DeltaRuleSmallChunks",
@@ -230,28 +239,9 @@ inline const std::vector<CaseList> &forwardCaseLists() {
         {Rule::Delta, 2, 4, 2, 8, 12, 3, {1, 2, 3, 4, 5}, 1},
         {Rule::Sum, 2, 4, 2, 8, 19, 2, {0, 8, 18}, 0},
         {Rule::Delta, 2, 4, 2, 8, 3, 1, {0, 1, 2}}}},
-      // bf16 and f16 storage: both rules, T = 1, T < C, T not a multiple
-      // of C, nu 1 to 3, several heads, zero keys, the default chunk.
-      {"Bfloat16Storage",
-       DType::BF16,
-       kForwardBf16Bound,
-       seed,
-       {{Rule::Delta, 1, 4, 1, 8, 1, 1},
-        {Rule::Delta, 2, 16, 2, 8, 7, 1},
-        {Rule::Delta, 3, 4, 3, 8, 35, 2, {0, 8, 34}},
-        {Rule::Sum, 4, 4, 2, 16, 67, 2},
-        {Rule::Delta, 4, 16, 2, 64, 259, 2},
-        {Rule::Sum, 2, 64, 1, 64, 130, 3}}},
-      {"Float16Storage",
-       DType::F16,
-       kForwardF16Bound,
-       seed,
-       {{Rule::Delta, 1, 4, 1, 8, 1, 1},
-        {Rule::Delta, 2, 16, 2, 8, 7, 1},
-        {Rule::Delta, 3, 4, 3, 8, 35, 2, {0, 8, 34}},
-        {Rule::Sum, 4, 4, 2, 16, 67, 2},
-        {Rule::Delta, 4, 16, 2, 64, 259, 2},
-        {Rule::Sum, 2, 64, 1, 64, 130, 3}}},
+      {"Bfloat16Storage", DType::BF16, kForwardBf16Bound, seed,
+       sixteenBitCases},
+      {"Float16Storage", DType::F16, kForwardF16Bound, seed, sixteenBitCases},
       {"Float64MatchesReference",
        DType::F64,
        kForwardF64Bound,
