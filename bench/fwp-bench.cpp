@@ -1,6 +1,6 @@
 //===- fwp-bench.cpp - Compiled forward against the float64 reference -----===//
 //
-//   fwp-bench [--quick] [--csv FILE]
+//   fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] [--csv FILE]
 //
 // Times the forward of the whole FastWeightsAttention module compiled by
 // fwp::jit (float32, the default chunk of 64 steps) against the float64
@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -284,20 +285,54 @@ bool writeCsv(const std::string &path, const std::vector<Row> &rows) {
   return std::fclose(f) == 0;
 }
 
+struct Case {
+  Size size;
+  std::vector<fwp::jit::Rule> rules;
+};
+
+/// "T,B,D,H,NU,RULE" as one case; nothing if it is not of that form.
+std::optional<Case> parseShape(const std::string &text) {
+  long long sizes[5];
+  char rule[8] = {};
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%lld,%lld,%lld,%lld,%lld,%7[a-z]%n", &sizes[0],
+                  &sizes[1], &sizes[2], &sizes[3], &sizes[4], rule,
+                  &consumed) != 6 ||
+      consumed != static_cast<int>(text.size()))
+    return std::nullopt;
+  for (long long size : sizes)
+    if (size < 1)
+      return std::nullopt;
+  if (sizes[2] % sizes[3] != 0)
+    return std::nullopt;
+  std::string name = rule;
+  if (name != "delta" && name != "sum")
+    return std::nullopt;
+  return Case{{sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]},
+              {name == "delta" ? fwp::jit::Rule::Delta : fwp::jit::Rule::Sum}};
+}
+
 void usage(std::FILE *out) {
-  fmt::print(out, "usage: fwp-bench [--quick] [--csv FILE]\n"
-                  "  --quick     the two smallest sizes only\n"
-                  "  --csv FILE  also write the table to FILE as CSV\n");
+  fmt::print(out,
+             "usage: fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] "
+             "[--csv FILE]\n"
+             "  --quick     the two smallest sizes only\n"
+             "  --shape     one size only: sequence length, batch, "
+             "d_model, heads, nu,\n"
+             "              rule (delta or sum), e.g. 2048,4,256,4,1,delta\n"
+             "  --csv FILE  also write the table to FILE as CSV\n");
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   bool quick = false;
-  std::string csvPath;
+  std::string csvPath, shape;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
+    } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
+      shape = argv[++i];
     } else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {
       csvPath = argv[++i];
     } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -312,10 +347,6 @@ int main(int argc, char **argv) {
   }
 
   using fwp::jit::Rule;
-  struct Case {
-    Size size;
-    std::vector<Rule> rules;
-  };
   std::vector<Case> cases = {
       {{64, 1, 32, 4, 1}, {Rule::Delta, Rule::Sum}},
       {{256, 2, 64, 4, 1}, {Rule::Delta, Rule::Sum}},
@@ -324,6 +355,17 @@ int main(int argc, char **argv) {
   };
   if (quick)
     cases.resize(2);
+  if (!shape.empty()) {
+    std::optional<Case> only = parseShape(shape);
+    if (!only) {
+      fmt::print(stderr,
+                 "fwp-bench: --shape '{}' is not T,B,D,H,NU,RULE with "
+                 "positive sizes, H dividing D and RULE delta or sum\n",
+                 shape);
+      return 2;
+    }
+    cases = {*only};
+  }
 
   // The CUDA backend joins the table only if a device is usable and the
   // backend compiles the first case.

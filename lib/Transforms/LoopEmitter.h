@@ -128,6 +128,18 @@ public:
     return ifOp.getResult(0);
   }
 
+  /// if (cond) then() else otherwise().
+  void ifThenElse(Value cond, function_ref<void()> then,
+                  function_ref<void()> otherwise) {
+    auto ifOp = mlir::scf::IfOp::create(b, mlir::TypeRange{}, cond,
+                                        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    then();
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    otherwise();
+  }
+
   /// Work shared by the threads of a block: body(ivs) for every point of
   /// [0, ubs).
   void parallel(llvm::ArrayRef<Value> ubs,

@@ -56,7 +56,7 @@ Value ScanKernels::dpfpInput(Value src, ValueRange row, Value j) {
 }
 
 /// The features of the chunk's rows of q and k, [b, h, t, :], zero past the
-/// sequence end. Without DPFP, a copy. With it, the masked loads build
+/// sequence end. Without DPFP, a copy. With it, the loads build
 /// x = relu([q, -q]) (the only reads of q and k), and DPFP itself is tile
 /// operations (emitDpfpTiles).
 void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
@@ -64,23 +64,52 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
       {buf.q, config.fusedDpfp ? buf.qx : buf.qf},
       {buf.k, config.fusedDpfp ? buf.kx : buf.kf}};
   int64_t width = config.fusedDpfp ? 2 * config.dInput : config.dFeature;
-  e.parallel({e.index(config.chunk), e.index(width)}, [&](ValueRange rf) {
-    Value t = e.addIndex(t0, rf[0]), f = rf[1];
-    for (auto [src, dst] : rows) {
-      Value value = e.ifElse(
-          e.less(rf[0], len),
-          [&, src = src] {
-            return config.fusedDpfp ? dpfpInput(src, {t, b, h}, f)
-                                    : e.load(src, {t, b, h, f});
-          },
-          e.real(0.0));
-      e.store(value, dst, {b, h, t, f});
-    }
-  });
+  ifWholeChunk(
+      len,
+      [&] {
+        int64_t chunk = config.chunk, d = config.dInput;
+        Value zero = e.index(0);
+        for (auto [src, dst] : rows) {
+          Value in = tiles.stepTile(src, {t0, b, h, zero}, chunk, d);
+          if (!config.fusedDpfp) {
+            tiles.copy(in, tiles.tile(dst, {b, h, t0, zero}, chunk, d));
+            continue;
+          }
+          tiles.relu(in, tiles.tile(dst, {b, h, t0, zero}, chunk, d),
+                     /*negated=*/false);
+          tiles.relu(in, tiles.tile(dst, {b, h, t0, e.index(d)}, chunk, d),
+                     /*negated=*/true);
+        }
+      },
+      [&] {
+        e.parallel({e.index(config.chunk), e.index(width)}, [&](ValueRange rf) {
+          Value t = e.addIndex(t0, rf[0]), f = rf[1];
+          for (auto [src, dst] : rows) {
+            Value value = e.ifElse(
+                e.less(rf[0], len),
+                [&, src = src] {
+                  return config.fusedDpfp ? dpfpInput(src, {t, b, h}, f)
+                                          : e.load(src, {t, b, h, f});
+                },
+                e.real(0.0));
+            e.store(value, dst, {b, h, t, f});
+          }
+        });
+      });
   if (!config.fusedDpfp)
     return;
   emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, t0);
   emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, t0);
+}
+
+/// Whole chunks (all but perhaps the last) move between the inputs or
+/// outputs and the workspace as tiles; a partial chunk, element by element
+/// with masking at the sequence end.
+void ScanKernels::ifWholeChunk(Value len, function_ref<void()> whole,
+                               function_ref<void()> partial) {
+  Value isWhole = arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, len,
+                                        e.index(config.chunk));
+  e.ifThenElse(isWhole, whole, partial);
 }
 
 /// phi' of the chunk's rows of x = relu([k, -k]) as tiles:
@@ -110,19 +139,29 @@ void ScanKernels::emitDpfpTiles(Value x, Value features, Value norms, Value b,
 /// The chunk's values (and gates) in the workspace, zero past the sequence
 /// end: with the features, the only loads that see the sequence length.
 void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
-  e.parallel({e.index(config.chunk), e.index(config.dValue)},
-             [&](ValueRange ri) {
-               Value t = e.addIndex(t0, ri[0]);
-               Value v = e.ifElse(
-                   e.less(ri[0], len),
-                   [&] {
-                     return e.load(buf.v, {t, b, h, ri[1]});
-                   },
-                   e.real(0.0));
-               e.store(v, buf.vt, {b, h, t, ri[1]});
-             });
+  int64_t chunk = config.chunk, dValue = config.dValue;
+  Value zero = e.index(0);
+  ifWholeChunk(
+      len,
+      [&] {
+        tiles.copy(tiles.stepTile(buf.v, {t0, b, h, zero}, chunk, dValue),
+                   tiles.tile(buf.vt, {b, h, t0, zero}, chunk, dValue));
+      },
+      [&] {
+        e.parallel({e.index(chunk), e.index(dValue)}, [&](ValueRange ri) {
+          Value t = e.addIndex(t0, ri[0]);
+          Value v = e.ifElse(
+              e.less(ri[0], len),
+              [&] {
+                return e.load(buf.v, {t, b, h, ri[1]});
+              },
+              e.real(0.0));
+          e.store(v, buf.vt, {b, h, t, ri[1]});
+        });
+      });
+  // One gate a step: element by element either way.
   if (config.isDelta())
-    e.parallel({e.index(config.chunk)}, [&](ValueRange r) {
+    e.parallel({e.index(chunk)}, [&](ValueRange r) {
       Value t = e.addIndex(t0, r[0]);
       Value beta = e.ifElse(
           e.less(r[0], len),
@@ -213,21 +252,26 @@ void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {
   tiles.transpose(k, kt);
   // P = tril(Q K^T).
   Value p = tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk);
-  tiles.product(q, kt, p);
+  int64_t causal = config.causalBlock;
+  tiles.lowerProduct(q, kt, p, causal, Triangular::Result);
   tiles.maskLower(p, /*strict=*/false);
   if (!config.isDelta())
     return;
   // G = stril(K K^T), then A, then W~ = A diag(b) K and U~ = A diag(b) V.
   Value g = tiles.tile(buf.gram, {b, h, t0, zero}, chunk, chunk);
-  tiles.product(k, kt, g);
+  tiles.lowerProduct(k, kt, g, causal, Triangular::Result);
   tiles.maskLower(g, /*strict=*/true);
   emitInverse(b, h, t0);
   Value ab = tiles.tile(buf.ab, {b, h, t0, zero}, chunk, chunk);
   tiles.scaleColumns(tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk),
                      tiles.tile(buf.bt, {b, h, t0}, chunk), ab);
-  tiles.product(ab, k, tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature));
-  tiles.product(ab, tiles.tile(buf.vt, {b, h, t0, zero}, chunk, config.dValue),
-                tiles.tile(buf.ut, {b, h, t0, zero}, chunk, config.dValue));
+  tiles.lowerProduct(ab, k,
+                     tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature),
+                     causal, Triangular::Lhs);
+  tiles.lowerProduct(ab,
+                     tiles.tile(buf.vt, {b, h, t0, zero}, chunk, config.dValue),
+                     tiles.tile(buf.ut, {b, h, t0, zero}, chunk, config.dValue),
+                     causal, Triangular::Lhs);
 }
 
 /// The value block's rows of the state: the initial state, or zero.
@@ -271,12 +315,20 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
   if (buf.y) {
     Value y = tiles.tile(buf.yw, {b, h, t0, v0}, chunk, block);
     tiles.product(q, st, y);
-    tiles.product(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), u, y,
-                  Transposed::None, /*accumulate=*/true);
-    e.parallel({len, e.index(block)}, [&](ValueRange ri) {
-      Value t = e.addIndex(t0, ri[0]), col = e.addIndex(v0, ri[1]);
-      e.store(e.load(buf.yw, {b, h, t, col}), buf.y, {t, b, h, col});
-    });
+    tiles.lowerProduct(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), u, y,
+                       config.causalBlock, Triangular::Lhs,
+                       /*accumulate=*/true);
+    ifWholeChunk(
+        len,
+        [&] {
+          tiles.copy(y, tiles.stepTile(buf.y, {t0, b, h, v0}, chunk, block));
+        },
+        [&] {
+          e.parallel({len, e.index(block)}, [&](ValueRange ri) {
+            Value t = e.addIndex(t0, ri[0]), col = e.addIndex(v0, ri[1]);
+            e.store(e.load(buf.yw, {b, h, t, col}), buf.y, {t, b, h, col});
+          });
+        });
   }
   // S' = S + U^T K.
   tiles.product(u, k, s, Transposed::Lhs, /*accumulate=*/true);

@@ -47,6 +47,9 @@ struct ScanConfig {
   int64_t chunk = 0;
   /// Value columns per scan_state instance; divides dValue.
   int64_t valueBlock = 0;
+  // Row block of the products with a triangular operand or result (P, G,
+  // W~, U~, P U); 0 for whole products.
+  int64_t causalBlock = 0;
 
   bool isDelta() const { return rule == Rule::Delta; }
 };
@@ -102,6 +105,8 @@ private:
   Value numChunks(Value seqLen);
   /// First step and length of chunk `c`.
   std::pair<Value, Value> chunkSpan(Value c, Value seqLen);
+  void ifWholeChunk(Value len, function_ref<void()> whole,
+                    function_ref<void()> partial);
 
   // DPFP, on the raw row src[t, b, h, :].
   Value dpfpInput(Value src, ValueRange row, Value j);

@@ -17,6 +17,10 @@ int64_t TileBuilder::rank(Value tile) const {
   return cast<MemRefType>(tile.getType()).getRank();
 }
 
+ArrayRef<int64_t> TileBuilder::shape(Value tile) const {
+  return cast<MemRefType>(tile.getType()).getShape();
+}
+
 AffineMap TileBuilder::identityMap(int64_t rank) const {
   return AffineMap::getMultiDimIdentityMap(rank, b.getContext());
 }
@@ -25,26 +29,53 @@ SmallVector<utils::IteratorType> TileBuilder::parallel(int64_t rank) const {
   return SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel);
 }
 
+Value TileBuilder::view(Value buffer, ArrayRef<Value> offsets,
+                        ArrayRef<int64_t> sizes, ArrayRef<int64_t> shape) {
+  auto type = cast<MemRefType>(buffer.getType());
+  assert(offsets.size() == sizes.size() &&
+         static_cast<int64_t>(sizes.size()) == type.getRank() &&
+         "one offset and size a dim");
+  SmallVector<OpFoldResult> offs(offsets.begin(), offsets.end());
+  SmallVector<OpFoldResult> extents =
+      getAsIndexOpFoldResult(b.getContext(), sizes);
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  MemRefType resultType = memref::SubViewOp::inferRankReducedResultType(
+      shape, type, offs, extents, strides);
+  return memref::SubViewOp::create(b, resultType, buffer, offs, extents,
+                                   strides);
+}
+
 Value TileBuilder::tile(Value buffer, ArrayRef<Value> offsets, int64_t rows,
                         int64_t cols) {
-  auto type = cast<MemRefType>(buffer.getType());
-  int64_t r = type.getRank();
-  assert(static_cast<int64_t>(offsets.size()) == r && "one offset a dim");
-  SmallVector<OpFoldResult> offs(offsets.begin(), offsets.end());
-  SmallVector<OpFoldResult> sizes(r, b.getIndexAttr(1));
-  SmallVector<OpFoldResult> strides(r, b.getIndexAttr(1));
-  SmallVector<int64_t> shape;
+  int64_t r = rank(buffer);
+  SmallVector<int64_t> sizes(r, 1);
   if (cols > 0) {
-    sizes[r - 2] = b.getIndexAttr(rows);
-    sizes[r - 1] = b.getIndexAttr(cols);
-    shape = {rows, cols};
-  } else {
-    sizes[r - 1] = b.getIndexAttr(rows);
-    shape = {rows};
+    sizes[r - 2] = rows;
+    sizes[r - 1] = cols;
+    return view(buffer, offsets, sizes, {rows, cols});
   }
-  MemRefType resultType = memref::SubViewOp::inferRankReducedResultType(
-      shape, type, offs, sizes, strides);
-  return memref::SubViewOp::create(b, resultType, buffer, offs, sizes, strides);
+  sizes[r - 1] = rows;
+  return view(buffer, offsets, sizes, {rows});
+}
+
+Value TileBuilder::stepTile(Value buffer, ArrayRef<Value> offsets, int64_t rows,
+                            int64_t cols) {
+  // A [T, B, H, W] buffer is contiguous, so it is also [T, B H W]: the
+  // tile is then a plain 2-D view whose rows are B H W apart. (A view
+  // dropping the middle dimensions instead makes transfers with permutation
+  // maps, on which upstream's alias folding and folders do not converge.)
+  auto type = cast<MemRefType>(buffer.getType());
+  assert(type.getRank() == 4 && offsets.size() == 4 && cols > 0 &&
+         "steps of [T, B, H, W]");
+  auto flat = memref::CollapseShapeOp::create(
+      b, buffer, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
+  Value heads = memref::DimOp::create(b, buffer, 2);
+  Value width = memref::DimOp::create(b, buffer, 3);
+  Value row = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, offsets[1], heads), offsets[2]);
+  Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, row, width),
+                                    offsets[3]);
+  return view(flat, {offsets[0], col}, {rows, cols}, {rows, cols});
 }
 
 void TileBuilder::fill(Value tile, double value) {
@@ -88,6 +119,30 @@ void TileBuilder::product(Value lhs, Value rhs, Value out,
   linalg::MatmulOp::create(
       b, ValueRange{lhs, rhs}, ValueRange{out},
       {b.getNamedAttr("indexing_maps", b.getArrayAttr(maps))});
+}
+
+void TileBuilder::lowerProduct(Value lhs, Value rhs, Value out, int64_t block,
+                               Triangular which, bool accumulate) {
+  // The triangular tile is square: chunk x chunk.
+  int64_t side = which == Triangular::Lhs ? shape(lhs)[0] : shape(out)[1];
+  if (block <= 0 || side % block != 0 || side == block)
+    return product(lhs, rhs, out, Transposed::None, accumulate);
+  int64_t inner = shape(lhs)[1], cols = shape(out)[1];
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  for (int64_t i = 0; i < side / block; ++i) {
+    Value row = arith::ConstantIndexOp::create(b, i * block);
+    int64_t span = (i + 1) * block;
+    if (which == Triangular::Lhs)
+      product(tile(lhs, {row, zero}, block, span),
+              tile(rhs, {zero, zero}, span, cols),
+              tile(out, {row, zero}, block, cols), Transposed::None,
+              accumulate);
+    else
+      product(tile(lhs, {row, zero}, block, inner),
+              tile(rhs, {zero, zero}, inner, span),
+              tile(out, {row, zero}, block, span), Transposed::None,
+              accumulate);
+  }
 }
 
 void TileBuilder::maskLower(Value tile, bool strict) {
@@ -206,6 +261,24 @@ void TileBuilder::copy(Value in, Value out) {
                             [&](OpBuilder &nb, Location loc, ValueRange args) {
                               linalg::YieldOp::create(nb, loc, args[0]);
                             });
+}
+
+void TileBuilder::relu(Value in, Value out, bool negated) {
+  int64_t r = rank(out);
+  linalg::GenericOp::create(
+      b, ValueRange{in}, ValueRange{out}, {identityMap(r), identityMap(r)},
+      parallel(r), [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value x = args[0];
+        if (negated)
+          x = arith::NegFOp::create(nb, loc, x, kFlags);
+        // As the masked loads do: a select, so that -0 and NaN give +0.
+        Value zero = arith::ConstantOp::create(
+            nb, loc, nb.getFloatAttr(elementType, 0.0));
+        Value positive =
+            arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT, x, zero);
+        Value v = arith::SelectOp::create(nb, loc, positive, x, zero);
+        linalg::YieldOp::create(nb, loc, v);
+      });
 }
 
 void TileBuilder::transpose(Value in, Value out) {

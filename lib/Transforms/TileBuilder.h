@@ -29,6 +29,12 @@ namespace fwp {
 /// product reads its right operand by rows.)
 enum class Transposed { None, Lhs };
 
+/// What of a product is lower triangular by blocks: its left operand (so
+/// that row block i reads only the first i + 1 column blocks of it and row
+/// blocks of the right operand) or its result (row block i needs only its
+/// first i + 1 column blocks; a causal mask zeroes the rest).
+enum class Triangular { Lhs, Result };
+
 class TileBuilder {
 public:
   TileBuilder(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType)
@@ -40,6 +46,11 @@ public:
   mlir::Value tile(mlir::Value buffer, llvm::ArrayRef<mlir::Value> offsets,
                    int64_t rows, int64_t cols = 0);
 
+  /// The [rows, cols] tile at `offsets` = (t, b, h, c) of a contiguous
+  /// [T, B, H, W] input or output: `rows` steps of one head.
+  mlir::Value stepTile(mlir::Value buffer, llvm::ArrayRef<mlir::Value> offsets,
+                       int64_t rows, int64_t cols);
+
   /// tile = value.
   void fill(mlir::Value tile, double value);
   /// tile = I (square).
@@ -50,6 +61,13 @@ public:
   void product(mlir::Value lhs, mlir::Value rhs, mlir::Value out,
                Transposed transposed = Transposed::None,
                bool accumulate = false);
+
+  /// product() by row blocks of `block` rows, skipping the blocks above the
+  /// diagonal of `which`: about (n - 1) / 2n of the work for n blocks. A
+  /// result's blocks above the diagonal are not written. Whole products if
+  /// `block` is 0 or does not divide the square tile.
+  void lowerProduct(mlir::Value lhs, mlir::Value rhs, mlir::Value out,
+                    int64_t block, Triangular which, bool accumulate = false);
 
   /// Zeroes tile[i, j] above the diagonal (j > i), or on and above it
   /// (j >= i) if `strict`: the causal masks.
@@ -82,6 +100,10 @@ public:
   /// out = in.
   void copy(mlir::Value in, mlir::Value out);
 
+  /// out = max(in, 0), or max(-in, 0) if `negated`: DPFP's x = relu([k, -k])
+  /// in two halves.
+  void relu(mlir::Value in, mlir::Value out, bool negated);
+
   /// out = in^T (2-D): a product's transposed operand laid out once, so
   /// that its rows are contiguous where the product walks them.
   void transpose(mlir::Value in, mlir::Value out);
@@ -96,7 +118,13 @@ private:
   /// out[i, j] = in[i, j] * scale[dim == 0 ? i : j].
   void scaleAlong(mlir::Value in, mlir::Value scale, mlir::Value out,
                   unsigned dim);
+  /// The subview of `buffer` at `offsets` with `sizes`, rank-reduced to
+  /// `shape`.
+  mlir::Value view(mlir::Value buffer, llvm::ArrayRef<mlir::Value> offsets,
+                   llvm::ArrayRef<int64_t> sizes,
+                   llvm::ArrayRef<int64_t> shape);
   int64_t rank(mlir::Value tile) const;
+  llvm::ArrayRef<int64_t> shape(mlir::Value tile) const;
   mlir::AffineMap identityMap(int64_t rank) const;
   llvm::SmallVector<mlir::utils::IteratorType> parallel(int64_t rank) const;
 

@@ -39,7 +39,7 @@ Value allocate(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
 /// and DPFP.
 template <typename ScanLikeOp>
 FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
-                                 int64_t valueBlock) {
+                                 int64_t valueBlock, int64_t causalBlock) {
   auto qType = op.getQ().getType();
   auto vType = op.getV().getType();
   Type elementType = vType.getElementType();
@@ -65,6 +65,7 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
   config.chunk = chunk;
   config.valueBlock =
       config.dValue % valueBlock == 0 ? valueBlock : config.dValue;
+  config.causalBlock = causalBlock;
   return config;
 }
 
@@ -195,8 +196,9 @@ void readInputs(ImplicitLocOpBuilder &b, ScanLikeOp op, ScanBuffers &buf) {
   buf.initial = toBuffer(b, op.getInitial());
 }
 
-LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock) {
-  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock);
+LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock,
+                        int64_t causalBlock) {
+  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock, causalBlock);
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -222,8 +224,9 @@ LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock) {
   return success();
 }
 
-LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock) {
-  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock);
+LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
+                            int64_t causalBlock) {
+  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock, causalBlock);
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -295,6 +298,12 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
           << static_cast<int64_t>(valueBlock);
       return signalPassFailure();
     }
+    if (causalBlock < 0) {
+      getOperation()->emitError("fwp-tile-scan: causal-block must be at "
+                                "least 0, got ")
+          << static_cast<int64_t>(causalBlock);
+      return signalPassFailure();
+    }
     SmallVector<Operation *> scans;
     getOperation()->walk([&](Operation *op) {
       if (isa<ScanOp, ScanGradOp>(op))
@@ -303,8 +312,9 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     for (Operation *op : scans) {
       LogicalResult lowered =
           isa<ScanOp>(op)
-              ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock)
-              : lowerScanGrad(cast<ScanGradOp>(op), chunkSize, valueBlock);
+              ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock, causalBlock)
+              : lowerScanGrad(cast<ScanGradOp>(op), chunkSize, valueBlock,
+                              causalBlock);
       if (failed(lowered))
         return signalPassFailure();
     }

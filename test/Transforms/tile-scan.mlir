@@ -1,14 +1,18 @@
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=32 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BLOCKS
+// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=32 causal-block=16" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=CAUSAL
 // RUN: not fwp-opt %s -fwp-tile-scan=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
 // RUN: not fwp-opt %s -fwp-tile-scan=value-block=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
 
 // CHUNK: error: fwp-tile-scan: chunk-size must be at least 1, got 0
 // BLOCK: error: fwp-tile-scan: value-block must be at least 1, got 0
+// RUN: not fwp-opt %s -fwp-tile-scan=causal-block=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=CAUSAL-NEG
+// CAUSAL-NEG: error: fwp-tile-scan: causal-block must be at least 0, got -1
 
 // The delta rule at the tile level. The workspace is padded to whole
 // chunks (N * 16 rows). A prepare kernel over (batch, head, chunk) loads
-// the chunk with masking (x = relu([q, -q]), a shared loop over its 16 rows),
+// the chunk: a whole chunk as tiles (x = relu([q, -q]) from a 16 x 8 view
+// of q's rows), a partial one with masking (a shared loop over its 16 rows),
 // then works on static tiles: DPFP as products of column ranges of x (the
 // roll by 1 of 16 columns: 15 and 1), row sums and a division; K^T laid out
 // once; P = tril(Q K^T) and G = stril(K K^T) as products and causal masks,
@@ -29,6 +33,20 @@
 // BLOCKS: arith.negf
 // BLOCKS: linalg.matmul ins(%{{.*}}, %[[T]] : memref<16x16xf32{{.*}}, memref<16x16xf32
 // BLOCKS: } {fwp.kernel = "scan_prepare"}
+// With causal blocks of 16 (C = 32), the products with a triangular result
+// (P, G) or left operand (W~ = A diag(b) K, U~, and P U in scan_state) go
+// by row blocks: row block i reads or writes only the first i + 1 column
+// blocks.
+// CAUSAL-LABEL: func @delta_fused
+// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x16xf32{{.*}}) outs(%[[P0:.*]] : memref<16x16xf32
+// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x32xf32{{.*}}) outs(%{{.*}} : memref<16x32xf32
+// CAUSAL: arith.cmpi ule
+// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x32xf32{{.*}}) outs(%[[W0:.*]] : memref<16x32xf32
+// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x32xf32{{.*}}) outs(%{{.*}} : memref<16x32xf32
+// CAUSAL: } {fwp.kernel = "scan_prepare"}
+// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
+// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
+// CAUSAL: } {fwp.kernel = "scan_state"}
 // CHECK-LABEL: func @delta_fused
 // CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
@@ -37,6 +55,14 @@
 // CHECK: %[[PADDED:.*]] = arith.muli %[[CHUNKS]], %c16
 // CHECK: memref.alloc(%{{.*}}, %{{.*}}, %[[PADDED]]) : memref<?x?x?x32xf32>
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N:.*]]) {
+// CHECK: %[[WHOLE:.*]] = arith.cmpi eq, %{{.*}}, %c16
+// CHECK: scf.if %[[WHOLE]] {
+// CHECK: %[[STEPS:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0], [1, 2, 3]] : memref<?x2x4x8xf32> into memref<?x64xf32>
+// CHECK: %[[Q:.*]] = memref.subview %[[STEPS]][%{{.*}}, %{{.*}}] [16, 8] [1, 1] : memref<?x64xf32> to memref<16x8xf32, strided<[64, 1], offset: ?>>
+// CHECK: linalg.generic {{.*}} ins(%[[Q]] :
+// CHECK: linalg.generic {{.*}} ins(%[[Q]] :
+// CHECK: arith.negf
+// CHECK: } else {
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c16{{.*}}, %c16
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : memref<16x15xf32{{.*}}, memref<16x15xf32{{.*}}) outs(%{{.*}} : memref<16x15xf32
 // CHECK: iterator_types = ["parallel", "reduction"]

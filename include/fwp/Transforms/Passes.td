@@ -100,7 +100,12 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
            "steps per chunk (C)">,
     Option<"valueBlock", "value-block", "int64_t", /*default=*/"32",
            "value columns per scan_state instance (d_v if it does not "
-           "divide d_v)">
+           "divide d_v)">,
+    Option<"causalBlock", "causal-block", "int64_t", /*default=*/"0",
+           "row block of the products with a lower-triangular operand or "
+           "result (P, G, W~, U~ and P U), which then skip the blocks above "
+           "the diagonal; 0 (or a block that does not cut the chunk in two "
+           "or more): whole products">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
