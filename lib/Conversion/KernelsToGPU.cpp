@@ -1,18 +1,30 @@
 //===- KernelsToGPU.cpp - fwp kernels onto GPU blocks and threads ---------===//
 //
-// fwp-tile-scan leaves each kernel as an scf.forall (one point per thread
-// block) whose scf.parallel loops are the work a block shares. Here the
-// forall becomes a gpu.launch and each scf.parallel a block-strided loop
-// followed by a barrier, which is all the synchronisation the kernels need:
-// each shared loop reads only what earlier ones wrote.
+// fwp-tile-scan leaves each kernel as an scf.forall over its instances,
+// mapped to [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>], whose
+// scf.parallel loops are the work a block shares.
+//
+// Threads: each shared loop becomes an scf.forall over the block's threads
+// (#gpu.thread<x>) around a loop strided by the block size, with the point's
+// indices from affine.delinearize_index; upstream's thread mapping
+// (transform.gpu.map_nested_forall_to_threads, called directly) then puts
+// them on gpu.thread_id and adds the barrier after each, which is all the
+// synchronisation the kernels need: each shared loop reads only what
+// earlier ones wrote.
+//
+// Blocks: written here, because upstream's transform.gpu.map_forall_to_blocks
+// requires a statically sized forall ("requires statically sized,
+// normalized forall op", test/Conversion/upstream-forall-to-blocks.mlir),
+// and a kernel's grid grows with the batch, the heads and the chunks of the
+// sequence, which are known at run time only.
 //
 //===----------------------------------------------------------------------===//
-
-#include "Delinearize.h"
 
 #include "fwp/Conversion/Passes.h"
 #include "fwp/Transforms/Kernels.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace fwp {
@@ -28,11 +40,13 @@ namespace {
 bool isZero(Value v) { return matchPattern(v, m_Zero()); }
 bool isOne(Value v) { return matchPattern(v, m_One()); }
 
-/// Replaces `loop` by `for lin = tid; lin < prod(ubs); lin += nthreads`,
-/// the row-major point `lin` taking the loop's induction variables, and a
-/// barrier after it.
-LogicalResult distributeOverThreads(scf::ParallelOp loop, Value tid,
-                                    Value nthreads) {
+/// Replaces `loop` by
+///   scf.forall (%t) in (nthreads) {
+///     scf.for %lin = %t to prod(ubs) step nthreads {
+///       %ivs = affine.delinearize_index %lin into (ubs) ...
+///   } {mapping = [#gpu.thread<x>]}
+/// so that thread t takes the points t, t + n, ... in row-major order.
+LogicalResult stripMineOverThreads(scf::ParallelOp loop, int64_t nthreads) {
   if (!llvm::all_of(loop.getLowerBound(), isZero) ||
       !llvm::all_of(loop.getStep(), isOne))
     return loop.emitOpError("fwp-kernels-to-gpu expects lower bounds 0 and "
@@ -44,14 +58,21 @@ LogicalResult distributeOverThreads(scf::ParallelOp loop, Value tid,
   Value total = arith::ConstantIndexOp::create(b, 1);
   for (Value ub : loop.getUpperBound())
     total = arith::MulIOp::create(b, total, ub);
-  auto strided = scf::ForOp::create(b, tid, total, nthreads);
-  b.setInsertionPointAfter(strided);
-  gpu::BarrierOp::create(b);
+  Value step = arith::ConstantIndexOp::create(b, nthreads);
+  auto threads = scf::ForallOp::create(
+      b, ArrayRef<OpFoldResult>{b.getIndexAttr(nthreads)}, ValueRange{},
+      b.getArrayAttr({gpu::GPUThreadMappingAttr::get(
+          b.getContext(), gpu::MappingId::DimX)}));
+  b.setInsertionPoint(threads.getBody()->getTerminator());
+  auto strided =
+      scf::ForOp::create(b, threads.getInductionVar(0), total, step);
 
   b.setInsertionPointToStart(strided.getBody());
-  SmallVector<Value> ivs =
-      delinearize(b, strided.getInductionVar(), loop.getUpperBound());
-  for (auto [iv, value] : llvm::zip(loop.getInductionVars(), ivs))
+  auto point = affine::AffineDelinearizeIndexOp::create(
+      b, strided.getInductionVar(), loop.getUpperBound(),
+      /*hasOuterBound=*/true);
+  for (auto [iv, value] :
+       llvm::zip_equal(loop.getInductionVars(), point.getResults()))
     iv.replaceAllUsesWith(value);
 
   Block *body = loop.getBody();
@@ -62,20 +83,42 @@ LogicalResult distributeOverThreads(scf::ParallelOp loop, Value tid,
   return success();
 }
 
-/// Turns one tagged scf.forall into a gpu.launch over its points.
+/// The grid dimension (0, 1, 2 for x, y, z) of each of `forall`'s
+/// induction variables, from its #gpu.block mapping.
+FailureOr<SmallVector<int64_t>> blockDimensions(scf::ForallOp forall) {
+  std::optional<ArrayAttr> mapping = forall.getMapping();
+  if (!mapping || mapping->size() != forall.getInductionVars().size())
+    return forall.emitOpError("fwp-kernels-to-gpu expects one #gpu.block "
+                              "mapping per kernel dimension");
+  SmallVector<int64_t> dims;
+  llvm::SmallBitVector seen(3);
+  for (Attribute attr : *mapping) {
+    auto block = dyn_cast<gpu::GPUBlockMappingAttr>(attr);
+    int64_t dim = block ? static_cast<int64_t>(block.getBlock()) : -1;
+    if (dim < 0 || dim > 2 || seen.test(dim))
+      return forall.emitOpError("fwp-kernels-to-gpu expects a kernel mapped "
+                                "to distinct #gpu.block<x>, <y> or <z>, got ")
+             << *mapping;
+    seen.set(dim);
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+/// Turns one kernel into a gpu.launch over its points.
 LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
-  if (forall.getRank() > 3)
-    return forall.emitOpError("fwp-kernels-to-gpu maps at most 3 kernel "
-                              "dimensions, got ")
-           << forall.getRank();
   if (!forall.getOutputs().empty())
     return forall.emitOpError("fwp-kernels-to-gpu expects a kernel without "
                               "outputs");
+  FailureOr<SmallVector<int64_t>> dims = blockDimensions(forall);
+  if (failed(dims))
+    return failure();
 
   ImplicitLocOpBuilder b(forall.getLoc(), forall);
   Value one = arith::ConstantIndexOp::create(b, 1);
-  SmallVector<Value> grid = forall.getUpperBound(b);
-  grid.resize(3, one);
+  SmallVector<Value> grid(3, one);
+  for (auto [dim, ub] : llvm::zip_equal(*dims, forall.getUpperBound(b)))
+    grid[dim] = ub;
   Value threads = arith::ConstantIndexOp::create(b, blockSize);
   // Outlining names the kernel (and its module) after the fwp.kernel tag,
   // so that PTX, plans and profiles say which kernel is which.
@@ -92,8 +135,8 @@ LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
   Block &body = launch.getBody().front();
   gpu::KernelDim3 blockIds = launch.getBlockIds();
   Value ids[] = {blockIds.x, blockIds.y, blockIds.z};
-  for (auto [iv, id] : llvm::zip(forall.getInductionVars(), ids))
-    iv.replaceAllUsesWith(id);
+  for (auto [iv, dim] : llvm::zip_equal(forall.getInductionVars(), *dims))
+    iv.replaceAllUsesWith(ids[dim]);
   Block *forallBody = forall.getBody();
   forallBody->getTerminator()->erase();
   body.getOperations().splice(body.end(), forallBody->getOperations());
@@ -106,10 +149,20 @@ LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
     if (!loop->getParentOfType<scf::ParallelOp>())
       shared.push_back(loop);
   });
-  Value tid = launch.getThreadIds().x, nthreads = launch.getBlockSize().x;
   for (scf::ParallelOp loop : shared)
-    if (failed(distributeOverThreads(loop, tid, nthreads)))
+    if (failed(stripMineOverThreads(loop, blockSize)))
       return failure();
+
+  IRRewriter rewriter(launch.getContext());
+  DiagnosedSilenceableFailure mapped =
+      transform::gpu::mapNestedForallToThreadsImpl(
+          rewriter, /*transformOp=*/std::nullopt, launch, {blockSize, 1, 1},
+          /*warpSize=*/32, /*syncAfterDistribute=*/true);
+  if (!mapped.succeeded()) {
+    mapped.silence();
+    return launch.emitOpError("fwp-kernels-to-gpu could not map the shared "
+                              "loops onto the block's threads");
+  }
   return success();
 }
 

@@ -9,10 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Delinearize.h"
-
 #include "fwp/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace fwp {
@@ -57,8 +56,9 @@ LogicalResult convertLoop(scf::ParallelOp loop, int64_t blockSize) {
 
   // The point's induction variables, innermost dimension fastest.
   b.setInsertionPointToStart(&inRange.getThenRegion().front());
-  SmallVector<Value> indices = delinearize(b, point, counts);
-  for (auto [d, index] : llvm::enumerate(indices)) {
+  auto indices = affine::AffineDelinearizeIndexOp::create(
+      b, point, counts, /*hasOuterBound=*/true);
+  for (auto [d, index] : llvm::enumerate(indices.getResults())) {
     Value iv = arith::AddIOp::create(
         b, loop.getLowerBound()[d],
         arith::MulIOp::create(b, index, loop.getStep()[d]));

@@ -11,6 +11,7 @@
 
 #include "fwp/Transforms/Kernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -156,8 +157,13 @@ public:
   void kernel(llvm::StringRef name, llvm::ArrayRef<Value> ubs,
               function_ref<void(ValueRange)> body) {
     llvm::SmallVector<mlir::OpFoldResult> bounds(ubs.begin(), ubs.end());
-    auto forall =
-        mlir::scf::ForallOp::create(b, bounds, ValueRange{}, std::nullopt);
+    // One instance a thread block on the GPU (fwp-kernels-to-gpu).
+    llvm::SmallVector<mlir::Attribute> blocks;
+    for (size_t d = 0; d < ubs.size(); ++d)
+      blocks.push_back(mlir::gpu::GPUBlockMappingAttr::get(
+          b.getContext(), static_cast<mlir::gpu::MappingId>(d)));
+    auto forall = mlir::scf::ForallOp::create(b, bounds, ValueRange{},
+                                              b.getArrayAttr(blocks));
     forall->setAttr(kKernelAttrName, b.getStringAttr(name));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getBody()->getTerminator());

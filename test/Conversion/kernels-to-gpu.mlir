@@ -1,16 +1,19 @@
-// RUN: fwp-opt %s -fwp-kernels-to-gpu=block-size=64 -split-input-file | FileCheck %s
+// RUN: fwp-opt %s -fwp-kernels-to-gpu=block-size=64 -split-input-file -verify-diagnostics | FileCheck %s
 
-// A kernel's points become blocks; its shared loop is strided over the
-// block's threads in row-major order and followed by a barrier.
+// A kernel's points become blocks, on the grid dimensions its mapping
+// names; its shared loop is strided over the block's threads in row-major
+// order (affine.delinearize_index), put on gpu.thread_id by upstream's
+// thread mapping, and followed by a barrier.
 // CHECK-LABEL: func @kernel
-// CHECK: gpu.launch blocks(%[[B:[a-z0-9]+]], {{.*}}) in ({{.*}} = %arg1, {{.*}} = %arg2, {{.*}} = %c1{{.*}}) threads(%[[TID:[a-z0-9]+]], {{.*}}) in (%[[NT:[a-z0-9]+]] = %c64
+// CHECK: gpu.launch blocks(%{{.*}}, %[[BY:[a-z0-9]+]], %{{.*}}) in ({{.*}} = %arg2, {{.*}} = %arg1, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c64
 // CHECK:   %[[TOTAL:.*]] = arith.muli %{{.*}}, %c5
-// CHECK:   scf.for %[[LIN:.*]] = %[[TID]] to %[[TOTAL]] step %[[NT]]
-// CHECK:     %[[J:.*]] = arith.remui %[[LIN]], %{{.*}}
-// CHECK:     %[[I:.*]] = arith.divui %[[LIN]], %{{.*}}
-// CHECK:     memref.store %{{.*}}, %{{.*}}[%[[B]], %[[I]], %[[J]]]
+// CHECK:   %[[TID:.*]] = gpu.thread_id x
+// CHECK:   scf.for %[[LIN:.*]] = %[[TID]] to %[[TOTAL]] step %c64
+// CHECK:     %[[P:.*]]:2 = affine.delinearize_index %[[LIN]] into (3, 5)
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%[[BY]], %[[P]]#0, %[[P]]#1]
 // CHECK:   gpu.barrier
 // CHECK:   gpu.terminator
+// CHECK: } {fwp.kernel = "test"}
 // CHECK-NOT: scf.forall
 func.func @kernel(%m: memref<?x?x?xf32>, %n: index, %h: index) {
   %c0 = arith.constant 0 : index
@@ -22,7 +25,7 @@ func.func @kernel(%m: memref<?x?x?xf32>, %n: index, %h: index) {
     scf.parallel (%i, %j) = (%c0, %c0) to (%c3, %c5) step (%c1, %c1) {
       memref.store %one, %m[%b, %i, %j] : memref<?x?x?xf32>
     }
-  } {fwp.kernel = "test"}
+  } {fwp.kernel = "test", mapping = [#gpu.block<y>, #gpu.block<x>]}
   return
 }
 
@@ -37,5 +40,27 @@ func.func @untagged(%m: memref<?xf32>, %n: index) {
   scf.forall (%i) in (%n) {
     memref.store %one, %m[%i] : memref<?xf32>
   }
+  return
+}
+
+// -----
+
+func.func @unmapped(%m: memref<?xf32>, %n: index) {
+  %one = arith.constant 1.0 : f32
+  // expected-error @+1 {{fwp-kernels-to-gpu expects one #gpu.block mapping per kernel dimension}}
+  scf.forall (%i) in (%n) {
+    memref.store %one, %m[%i] : memref<?xf32>
+  } {fwp.kernel = "test"}
+  return
+}
+
+// -----
+
+func.func @mapped_to_threads(%m: memref<?xf32>, %n: index) {
+  %one = arith.constant 1.0 : f32
+  // expected-error @+1 {{fwp-kernels-to-gpu expects a kernel mapped to distinct #gpu.block<x>, <y> or <z>, got [#gpu.thread<x>]}}
+  scf.forall (%i) in (%n) {
+    memref.store %one, %m[%i] : memref<?xf32>
+  } {fwp.kernel = "test", mapping = [#gpu.thread<x>]}
   return
 }

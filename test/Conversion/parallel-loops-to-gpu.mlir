@@ -10,8 +10,7 @@
 // CHECK:   %[[POINT:.*]] = arith.addi %[[SCALED]], %[[TX]]
 // CHECK:   %[[IN:.*]] = arith.cmpi slt, %[[POINT]], %[[TOTAL]]
 // CHECK:   scf.if %[[IN]]
-// CHECK:     %[[J:.*]] = arith.remui %[[POINT]]
-// CHECK:     %[[I:.*]] = arith.divui %[[POINT]]
+// CHECK:     %[[IJ:.*]]:2 = affine.delinearize_index %[[POINT]] into
 // CHECK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}]
 // CHECK:   gpu.terminator
 // CHECK-NOT: scf.parallel

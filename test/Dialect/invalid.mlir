@@ -329,3 +329,41 @@ func.func @attention_grad_type(%x: tensor<8x1x8xf32>, %w: tensor<8x8xf32>,
           tensor<4x8xf32>, tensor<8x8xf32>, tensor<?xf32>)
   return
 }
+
+// -----
+
+func.func @kernel_on_other_op(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'fwp.kernel' marks an scf.forall or a gpu.launch, not 'scf.for'}}
+  scf.for %i = %c0 to %n step %c1 {
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
+func.func @kernel_name_not_identifier(%n: index) {
+  // expected-error @+1 {{'fwp.kernel' must name the kernel with an identifier string, got "scan prepare"}}
+  scf.forall (%i) in (%n) {
+  } {fwp.kernel = "scan prepare"}
+  return
+}
+
+// -----
+
+func.func @kernel_name_not_string(%n: index) {
+  // expected-error @+1 {{'fwp.kernel' must name the kernel with an identifier string, got 3 : i64}}
+  scf.forall (%i) in (%n) {
+  } {fwp.kernel = 3}
+  return
+}
+
+// -----
+
+func.func @unknown_attribute(%n: index) {
+  // expected-error @+1 {{unknown fwp attribute 'fwp.kernal'}}
+  scf.forall (%i) in (%n) {
+  } {fwp.kernal = "k"}
+  return
+}

@@ -32,7 +32,7 @@
 // BLOCKS: linalg.generic {{.*}} outs(%[[T]]
 // BLOCKS: arith.negf
 // BLOCKS: linalg.matmul ins(%{{.*}}, %[[T]] : memref<16x16xf32{{.*}}, memref<16x16xf32
-// BLOCKS: } {fwp.kernel = "scan_prepare"}
+// BLOCKS: } {fwp.kernel = "scan_prepare", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // With causal blocks of 16 (C = 32), the products with a triangular result
 // (P, G) or left operand (W~ = A diag(b) K, U~, and P U in scan_state) go
 // by row blocks: row block i reads or writes only the first i + 1 column
@@ -43,10 +43,10 @@
 // CAUSAL: arith.cmpi ule
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x32xf32{{.*}}) outs(%[[W0:.*]] : memref<16x32xf32
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x32xf32{{.*}}) outs(%{{.*}} : memref<16x32xf32
-// CAUSAL: } {fwp.kernel = "scan_prepare"}
+// CAUSAL: } {fwp.kernel = "scan_prepare", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
-// CAUSAL: } {fwp.kernel = "scan_state"}
+// CAUSAL: } {fwp.kernel = "scan_state", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK-LABEL: func @delta_fused
 // CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
@@ -75,13 +75,13 @@
 // CHECK: arith.cmpi ult
 // CHECK: scf.for %{{.*}} = %c1{{.*}} to %c16
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<1x16xf32{{.*}}, memref<16x16xf32
-// CHECK: } {fwp.kernel = "scan_prepare"}
+// CHECK: } {fwp.kernel = "scan_prepare", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[N]]
 // CHECK: linalg.transpose ins(%{{.*}} : memref<8x32xf32{{.*}}) outs(%[[ST:.*]] : memref<32x8xf32
 // CHECK: linalg.matmul ins(%{{.*}}, %[[ST]] : memref<16x32xf32{{.*}}, memref<32x8xf32
 // CHECK: linalg.matmul indexing_maps = [#[[LHS_T:.*]], #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<16x8xf32{{.*}}, memref<16x32xf32{{.*}} outs(%{{.*}} : memref<8x32xf32
-// CHECK: } {fwp.kernel = "scan_state"}
+// CHECK: } {fwp.kernel = "scan_state", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK: bufferization.to_tensor %[[Y]] restrict writable
 // CHECK: bufferization.to_tensor %[[S]] restrict writable
 func.func @delta_fused(%q: tensor<?x2x4x8xf32>, %k: tensor<?x2x4x8xf32>,
@@ -103,7 +103,7 @@ func.func @delta_fused(%q: tensor<?x2x4x8xf32>, %k: tensor<?x2x4x8xf32>,
 // CHECK: scf.forall
 // CHECK-COUNT-1: linalg.matmul
 // CHECK-NOT: linalg.matmul
-// CHECK: } {fwp.kernel = "scan_prepare"}
+// CHECK: } {fwp.kernel = "scan_prepare", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
 // CHECK: memref<16x2xf64
 func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
@@ -122,20 +122,20 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // CHECK-LABEL: func @delta_grad
 // CHECK: %[[STATES:.*]] = memref.alloc({{.*}}) : memref<?x?x?x8x16xf32>
 // CHECK: scf.forall
-// CHECK: } {fwp.kernel = "scan_prepare"}
+// CHECK: } {fwp.kernel = "scan_prepare", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK: scf.forall
 // CHECK: %[[KEPT:.*]] = memref.subview %[[STATES]]
 // CHECK: linalg.generic {{.*}} outs(%[[KEPT]] : memref<8x16xf32
-// CHECK: } {fwp.kernel = "scan_state"}
+// CHECK: } {fwp.kernel = "scan_state", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK: scf.forall
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[N:.*]] step
 // CHECK: arith.subi %[[N]], %c1
 // CHECK: arith.subi %{{.*}}, %[[I]]
-// CHECK: } {fwp.kernel = "scan_state_grad"}
+// CHECK: } {fwp.kernel = "scan_state_grad", mapping = [#gpu.block<x>, #gpu.block<y>{{.*}}]}
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
-// CHECK: } {fwp.kernel = "scan_chunk_grad"}
+// CHECK: } {fwp.kernel = "scan_chunk_grad", mapping = [#gpu.block<x>, #gpu.block<y>{{.*}}]}
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
-// CHECK: } {fwp.kernel = "scan_input_grad"}
+// CHECK: } {fwp.kernel = "scan_input_grad", mapping = [#gpu.block<x>, #gpu.block<y>{{.*}}]}
 // CHECK-COUNT-4: bufferization.to_tensor
 func.func @delta_grad(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x8xf32>,
                       %b: tensor<?x1x2xf32>, %dy: tensor<?x1x2x8xf32>)

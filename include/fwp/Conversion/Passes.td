@@ -8,18 +8,22 @@ include "mlir/Pass/PassBase.td"
 def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
   let summary = "Map the kernels of fwp-tile-scan onto GPU blocks and threads";
   let description = [{
-    Each `scf.forall` tagged `fwp.kernel` (made by `fwp-tile-scan`) becomes a
-    `gpu.launch` with one thread block per point of the forall (grid x, y,
-    z from its bounds). Inside, each `scf.parallel` becomes a loop that the
+    Each `scf.forall` tagged `fwp.kernel` (made by `fwp-tile-scan`, mapped
+    to `#gpu.block<x>`, `<y>`, `<z>`) becomes a `gpu.launch` with one
+    thread block per point of the forall, the grid from its bounds as its
+    mapping says. Inside, each `scf.parallel` becomes a loop that the
     block's threads share (thread `t` takes the points `t, t + n, ...` in
-    row-major order) followed by a `gpu.barrier`; all other code runs on
-    every thread of the block.
+    row-major order, `affine.delinearize_index`), placed on the threads by
+    upstream's thread mapping (`#gpu.thread<x>`), which adds a `gpu.barrier`
+    after it; all other code runs on every thread of the block. Upstream's
+    block mapping is not used: it needs static grid sizes.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
            "threads per block">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
 }
@@ -95,6 +99,7 @@ def FwpParallelLoopsToGPU : Pass<"fwp-parallel-loops-to-gpu"> {
            "threads per block">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
 }

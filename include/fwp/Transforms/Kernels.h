@@ -9,12 +9,15 @@
 #ifndef FWP_TRANSFORMS_KERNELS_H
 #define FWP_TRANSFORMS_KERNELS_H
 
+#include "fwp/Dialect/FwpDialect.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace fwp {
 
-/// The attribute that tags a kernel's scf.forall with the kernel's name.
-constexpr llvm::StringLiteral kKernelAttrName = "fwp.kernel";
+/// The attribute that tags a kernel's scf.forall with the kernel's name
+/// (verified by the fwp dialect).
+constexpr llvm::StringLiteral kKernelAttrName = FwpDialect::kKernelAttrName;
 
 /// Whether `op` is inside a kernel.
 inline bool isInsideKernel(mlir::Operation *op) {

@@ -20,8 +20,19 @@ def Fwp_Dialect : Dialect {
     `[seq_len, batch, heads, d]`; fast-weight states are
     `[batch, heads, d_v, D]`; projection weights are `nn.Linear` weights
     `[out, in]`, applied as `y = x W^T`.
+
+    One discardable attribute, `fwp.kernel = "name"`, marks a kernel of
+    the tile level (`fwp-tile-scan`): an `scf.forall` whose points are the
+    kernel's instances (thread blocks on the GPU), and after
+    `fwp-kernels-to-gpu` the `gpu.launch` made from it. The name becomes
+    the GPU kernel's symbol, so it must be an identifier.
   }];
   let cppNamespace = "::fwp";
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The attribute that names a kernel of the tile level.
+    static constexpr ::llvm::StringLiteral kKernelAttrName = "fwp.kernel";
+  }];
 }
 
 class Fwp_Op<string mnemonic, list<Trait> traits = []>
