@@ -21,8 +21,8 @@ void FwpDialect::initialize() {
 static bool isIdentifier(StringRef name) {
   if (name.empty() || !(llvm::isAlpha(name.front()) || name.front() == '_'))
     return false;
-  return llvm::all_of(
-      name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  return llvm::all_of(name,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
 LogicalResult FwpDialect::verifyOperationAttribute(Operation *op,
@@ -32,9 +32,9 @@ LogicalResult FwpDialect::verifyOperationAttribute(Operation *op,
            << attr.getName().getValue() << "'";
   StringRef opName = op->getName().getStringRef();
   if (opName != "scf.forall" && opName != "gpu.launch")
-    return op->emitError("'") << kKernelAttrName
-                              << "' marks an scf.forall or a gpu.launch, not "
-                              << "'" << opName << "'";
+    return op->emitError("'")
+           << kKernelAttrName << "' marks an scf.forall or a gpu.launch, not "
+           << "'" << opName << "'";
   auto name = dyn_cast<StringAttr>(attr.getValue());
   if (!name || !isIdentifier(name.getValue()))
     return op->emitError("'")

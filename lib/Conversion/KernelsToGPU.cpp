@@ -61,11 +61,10 @@ LogicalResult stripMineOverThreads(scf::ParallelOp loop, int64_t nthreads) {
   Value step = arith::ConstantIndexOp::create(b, nthreads);
   auto threads = scf::ForallOp::create(
       b, ArrayRef<OpFoldResult>{b.getIndexAttr(nthreads)}, ValueRange{},
-      b.getArrayAttr({gpu::GPUThreadMappingAttr::get(
-          b.getContext(), gpu::MappingId::DimX)}));
+      b.getArrayAttr({gpu::GPUThreadMappingAttr::get(b.getContext(),
+                                                     gpu::MappingId::DimX)}));
   b.setInsertionPoint(threads.getBody()->getTerminator());
-  auto strided =
-      scf::ForOp::create(b, threads.getInductionVar(0), total, step);
+  auto strided = scf::ForOp::create(b, threads.getInductionVar(0), total, step);
 
   b.setInsertionPointToStart(strided.getBody());
   auto point = affine::AffineDelinearizeIndexOp::create(
