@@ -152,7 +152,11 @@ LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
     if (failed(stripMineOverThreads(loop, blockSize)))
       return failure();
 
+  // Upstream's thread mapping creates its constants at the rewriter's
+  // insertion point (as transform.gpu.map_nested_forall_to_threads sets it):
+  // without one they would be detached and leaked.
   IRRewriter rewriter(launch.getContext());
+  rewriter.setInsertionPointToStart(&launch.getBody().front());
   DiagnosedSilenceableFailure mapped =
       transform::gpu::mapNestedForallToThreadsImpl(
           rewriter, /*transformOp=*/std::nullopt, launch, {blockSize, 1, 1},
