@@ -5,7 +5,8 @@
 // by up to 32 columns, dealt to the block's warps in turn; a warp keeps its
 // tiles as 16 x 8 accumulators in registers across the k steps and does
 // each step as 16 x 8 x 8 vector.contract ops on operands read at their own
-// layout (the indexing maps say which operand is transposed). Where the
+// layout (the indexing maps say which operand is transposed); a product
+// with more tiles than warps goes in column pieces. Where the
 // tiles deal evenly, the operands go through shared memory first, 32 steps
 // of k at a time (cp.async by every thread, then a barrier), so that each
 // element is read from global memory once per block rather than once per
@@ -50,6 +51,14 @@ constexpr int64_t kWarpTileCols = 32;
 /// opting in).
 constexpr int64_t kStageDepth = 32;
 constexpr int64_t kStageBudgetFloats = 8192;
+/// Warp tiles a warp keeps at once, at most (16 accumulator registers
+/// each); a wider product is split into column pieces (splitWideProduct),
+/// each staging its own operand windows. One, because the registers go
+/// elsewhere: each thread's cp.async copies keep their addresses in
+/// registers across the k blocks (32-bit index arithmetic without overflow
+/// flags does not fold into immediate offsets), and at two tiles a warp the
+/// delta rule's scan_chunk_grad spilled at d_k = 64, C = 64.
+constexpr int64_t kMaxTilesPerWarp = 1;
 
 /// An operand's window at loop position (m, n, k) of sizes (sm, sn, sk):
 /// its indexing map picks which of the three each dimension takes.
@@ -103,6 +112,62 @@ bool fitsTensorCores(linalg::MatmulOp op) {
          ranges[1] % kMmaN == 0 && ranges[2] % kMmaK == 0;
 }
 
+/// Columns of a warp tile for a product `cols` wide: 32, or fewer where 32
+/// does not divide it.
+int64_t warpTileCols(int64_t cols) {
+  int64_t tileCols = kWarpTileCols;
+  while (cols % tileCols)
+    tileCols /= 2;
+  return tileCols;
+}
+
+/// Warp tiles each warp gets of a rows x cols output.
+int64_t tilesPerWarp(int64_t rows, int64_t cols, int64_t numWarps) {
+  return llvm::divideCeil(rows / kMmaM * (cols / warpTileCols(cols)), numWarps);
+}
+
+/// Splits `op` into products on column pieces of its output (and of its
+/// right operand) narrow enough that no warp keeps more than
+/// kMaxTilesPerWarp tiles; returns the pieces (`op` itself if it is narrow
+/// enough).
+SmallVector<linalg::MatmulOp> splitWideProduct(linalg::MatmulOp op,
+                                               int64_t numWarps) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t rows = ranges[0], cols = ranges[1];
+  int64_t pieces = 1;
+  while (tilesPerWarp(rows, cols / pieces, numWarps) > kMaxTilesPerWarp &&
+         cols % (2 * pieces) == 0 && (cols / (2 * pieces)) % kMmaN == 0)
+    pieces *= 2;
+  if (pieces == 1)
+    return {op};
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  int64_t width = cols / pieces;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  // The piece of an operand read through `map`: its n dimension cut.
+  auto piece = [&](Value operand, AffineMap map, int64_t index) {
+    auto type = cast<MemRefType>(operand.getType());
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+      bool isN = cast<AffineDimExpr>(expr).getPosition() == 1;
+      offsets.push_back(b.getIndexAttr(isN ? index * width : 0));
+      sizes.push_back(b.getIndexAttr(isN ? width : type.getDimSize(i)));
+      strides.push_back(b.getIndexAttr(1));
+    }
+    return memref::SubViewOp::create(b, operand, offsets, sizes, strides)
+        .getResult();
+  };
+  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
+        out = op.getDpsInits()[0];
+  SmallVector<linalg::MatmulOp> result;
+  for (int64_t i = 0; i < pieces; ++i)
+    result.push_back(linalg::MatmulOp::create(
+        b, ValueRange{piece(lhs, maps[0], i), piece(rhs, maps[1], i)},
+        ValueRange{piece(out, maps[2], i)},
+        {b.getNamedAttr("indexing_maps", op.getIndexingMaps())}));
+  op.erase();
+  return result;
+}
+
 /// How a product's output is dealt to warps: tiles of 16 rows by
 /// `tileCols` columns, tile t to warp t mod warps. The index arithmetic is
 /// affine: upstream's fragment conversion follows the reads' indices back
@@ -116,9 +181,7 @@ public:
     rows = ranges[0];
     cols = ranges[1];
     depth = ranges[2];
-    tileCols = kWarpTileCols;
-    while (cols % tileCols)
-      tileCols /= 2;
+    tileCols = warpTileCols(cols);
     colTiles = cols / tileCols;
     numTiles = rows / kMmaM * colTiles;
     lhs = op.getDpsInputs()[0];
@@ -483,11 +546,15 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
 
   LogicalResult convertKernel(scf::ForallOp kernel) {
     int64_t numWarps = blockSize / kWarpSize;
-    SmallVector<ProductLowering> products;
+    SmallVector<linalg::MatmulOp> fitting;
     kernel.walk([&](linalg::MatmulOp op) {
       if (fitsTensorCores(op))
-        products.emplace_back(op, numWarps);
+        fitting.push_back(op);
     });
+    SmallVector<ProductLowering> products;
+    for (linalg::MatmulOp op : fitting)
+      for (linalg::MatmulOp piece : splitWideProduct(op, numWarps))
+        products.emplace_back(piece, numWarps);
     if (products.empty())
       return success();
     // One stage per kernel, as large as its largest staged product needs:

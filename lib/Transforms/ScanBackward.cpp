@@ -14,12 +14,14 @@ namespace fwp {
 
 void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
   Value chunks = numChunks(seqLen);
-  e.kernel("scan_state_grad", {batch, heads}, [&](ValueRange ids) {
-    emitStateGradInit(ids[0], ids[1]);
+  Value blocks = e.index(config.dValue / config.valueBlock);
+  e.kernel("scan_state_grad", {batch, heads, blocks}, [&](ValueRange ids) {
+    Value v0 = e.mulIndex(ids[2], e.index(config.valueBlock));
+    emitBlockRowsInit(buf.dFinal, buf.dState, ids[0], ids[1], v0);
     e.forLoop(e.index(0), chunks, [&](Value i) {
       Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
       auto [t0, len] = chunkSpan(c, seqLen);
-      emitStateGradChunk(ids[0], ids[1], c, t0, len);
+      emitStateGradChunk(ids[0], ids[1], v0, c, t0, len);
     });
   });
   e.kernel("scan_chunk_grad", {batch, heads, chunks}, [&](ValueRange ids) {
@@ -34,204 +36,155 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
   });
 }
 
-void ScanKernels::emitStateGradInit(Value b, Value h) {
-  e.parallel(
-      {e.index(config.dValue), e.index(config.dFeature)}, [&](ValueRange iv) {
-        Value init =
-            buf.dFinal ? e.load(buf.dFinal, {b, h, iv[0], iv[1]}) : e.real(0.0);
-        e.store(init, buf.dState, {b, h, iv[0], iv[1]});
+/// On the value block [v0, v0 + Bv), given its rows dS of the gradient of
+/// the chunk's end state: dU = P^T dY + K dS^T, then
+/// dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule). Value
+/// blocks are independent: each needs only its own columns of dY and dU.
+void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value c,
+                                     Value t0, Value len) {
+  int64_t chunk = config.chunk, dFeature = config.dFeature,
+          block = config.valueBlock;
+  Value zero = e.index(0);
+  emitChunkLoad(buf.dy, buf.dyw, b, h, v0, t0, len, block);
+  Value ds = tiles.tile(buf.dState, {b, h, v0, zero}, block, dFeature);
+  Value dsT = tiles.tile(buf.dst, {b, h, zero, v0}, dFeature, block);
+  tiles.transpose(ds, dsT);
+  Value dy = tiles.tile(buf.dyw, {b, h, t0, v0}, chunk, block);
+  Value du = tiles.tile(buf.du, {b, h, t0, v0}, chunk, block);
+  tiles.product(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), dy, du,
+                Transposed::Lhs);
+  tiles.product(tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature), dsT, du,
+                Transposed::None, /*accumulate=*/true);
+  tiles.copy(ds,
+             tiles.tile(buf.dChunkEnds, {b, h, c, v0, zero}, block, dFeature));
+  tiles.product(dy, tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature), ds,
+                Transposed::Lhs, /*accumulate=*/true);
+  if (!config.isDelta())
+    return;
+  Value written = tiles.tile(buf.dsWritten, {b, h, v0, zero}, block, dFeature);
+  tiles.product(du, tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature),
+                written, Transposed::Lhs);
+  tiles.subtract(ds, written, ds);
+}
+
+/// Stores a chunk x cols tile of the workspace to the rows of a
+/// [T, B, H, cols] output before the sequence end.
+void ScanKernels::emitStepStore(Value tile, Value out, Value b, Value h,
+                                Value t0, Value len) {
+  int64_t chunk = config.chunk,
+          cols = cast<MemRefType>(tile.getType()).getDimSize(1);
+  Value zero = e.index(0);
+  ifWholeChunk(
+      len,
+      [&] {
+        tiles.copy(tile, tiles.stepTile(out, {t0, b, h, zero}, chunk, cols));
+      },
+      [&] {
+        e.parallel({len, e.index(cols)}, [&](ValueRange ri) {
+          Value x = memref::LoadOp::create(e.b, tile, ri);
+          e.store(x, out, {e.addIndex(t0, ri[0]), b, h, ri[1]});
+        });
       });
 }
 
-/// Given dS, the gradient of the chunk's end state: dU = P^T dY + K dS^T,
-/// then dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule).
-void ScanKernels::emitStateGradChunk(Value b, Value h, Value c, Value t0,
-                                     Value len) {
-  Value dValue = e.index(config.dValue), dFeature = e.index(config.dFeature);
-  e.parallel({len, dValue}, [&](ValueRange ri) {
-    Value t = e.addIndex(t0, ri[0]);
-    Value fromOutputs = e.sum(ri[0], len, [&](Value s) {
-      Value ts = e.addIndex(t0, s);
-      return e.mul(e.load(buf.pq, {b, h, ts, ri[0]}),
-                   e.load(buf.dy, {ts, b, h, ri[1]}));
-    });
-    Value fromState = e.sum(e.index(0), dFeature, [&](Value f) {
-      return e.mul(e.load(buf.kf, {b, h, t, f}),
-                   e.load(buf.dState, {b, h, ri[1], f}));
-    });
-    e.store(e.add(fromOutputs, fromState), buf.du, {b, h, t, ri[1]});
-  });
-  e.parallel({dValue, dFeature}, [&](ValueRange iv) {
-    Value old = e.load(buf.dState, {b, h, iv[0], iv[1]});
-    e.store(old, buf.dChunkEnds, {b, h, c, iv[0], iv[1]});
-    Value delta = e.sum(e.index(0), len, [&](Value r) {
-      Value t = e.addIndex(t0, r);
-      Value read = e.mul(e.load(buf.dy, {t, b, h, iv[0]}),
-                         e.load(buf.qf, {b, h, t, iv[1]}));
-      if (!config.isDelta())
-        return read;
-      Value written = e.mul(e.load(buf.du, {b, h, t, iv[0]}),
-                            e.load(buf.wt, {b, h, t, iv[1]}));
-      return e.sub(read, written);
-    });
-    e.store(e.add(old, delta), buf.dState, {b, h, iv[0], iv[1]});
-  });
-}
-
+/// Per chunk, from dY, U, dU and the chunk's start and end (gradient)
+/// states: dP = tril(dY U^T), dQ = dY S + dP K, dK = dP^T Q + U dS (+ the
+/// WY terms of the delta rule), dV, and for the delta rule dbeta.
 void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
                                 Value len) {
-  Value chunk = e.index(config.chunk), dFeature = e.index(config.dFeature),
-        dValue = e.index(config.dValue);
-  auto state = [&](Value i, Value f) {
-    return e.load(buf.chunkStates, {b, h, c, i, f});
+  int64_t chunk = config.chunk, dFeature = config.dFeature,
+          dValue = config.dValue;
+  Value zero = e.index(0);
+  auto rows = [&](Value buffer, int64_t width) {
+    return tiles.tile(buffer, {b, h, t0, zero}, chunk, width);
   };
-  auto stateGrad = [&](Value i, Value f) {
-    return e.load(buf.dChunkEnds, {b, h, c, i, f});
+  auto perChunk = [&](Value buffer, int64_t r, int64_t cols) {
+    return tiles.tile(buffer, {b, h, c, zero, zero}, r, cols);
   };
+  Value dy = rows(buf.dyw, dValue), u = rows(buf.u, dValue),
+        q = rows(buf.qf, dFeature), k = rows(buf.kf, dFeature),
+        dp = rows(buf.dp, chunk);
+  Value state = perChunk(buf.chunkStates, dValue, dFeature);
+  Value stateGrad = perChunk(buf.dChunkEnds, dValue, dFeature);
+  Value valuesT = perChunk(buf.valuesT, dValue, chunk);
   // dP = tril(dY U^T).
-  e.parallel({len, chunk}, [&](ValueRange rs) {
-    Value t = e.addIndex(t0, rs[0]), ts = e.addIndex(t0, rs[1]);
-    Value dp = e.ifElse(
-        e.lessEqual(rs[1], rs[0]),
-        [&] {
-          return e.sum(e.index(0), dValue, [&](Value i) {
-            return e.mul(e.load(buf.dy, {t, b, h, i}),
-                         e.load(buf.u, {b, h, ts, i}));
-          });
-        },
-        e.real(0.0));
-    e.store(dp, buf.dp, {b, h, t, rs[1]});
-  });
+  tiles.transpose(u, valuesT);
+  tiles.lowerProduct(dy, valuesT, dp, config.causalBlock, Triangular::Result);
+  tiles.maskLower(dp, /*strict=*/false);
   // dQ = dY S + dP K.
-  e.parallel({len, dFeature}, [&](ValueRange rf) {
-    Value t = e.addIndex(t0, rf[0]);
-    Value fromState = e.sum(e.index(0), dValue, [&](Value i) {
-      return e.mul(e.load(buf.dy, {t, b, h, i}), state(i, rf[1]));
-    });
-    Value fromChunk =
-        e.sum(e.index(0), e.addIndex(rf[0], e.index(1)), [&](Value s) {
-          return e.mul(e.load(buf.dp, {b, h, t, s}),
-                       e.load(buf.kf, {b, h, e.addIndex(t0, s), rf[1]}));
-        });
-    e.store(e.add(fromState, fromChunk), buf.dqf, {b, h, t, rf[1]});
-  });
-  if (config.isDelta())
-    emitDeltaChunkGrad(b, h, c, t0, len);
-  // dK = dP^T Q + U dS (+ the WY terms of the delta rule); dV.
-  e.parallel({len, dFeature}, [&](ValueRange rf) {
-    Value r = rf[0], f = rf[1], t = e.addIndex(t0, r);
-    Value fromOutputs = e.sum(r, len, [&](Value s) {
-      Value ts = e.addIndex(t0, s);
-      return e.mul(e.load(buf.dp, {b, h, ts, r}),
-                   e.load(buf.qf, {b, h, ts, f}));
-    });
-    Value fromState = e.sum(e.index(0), dValue, [&](Value i) {
-      return e.mul(e.load(buf.u, {b, h, t, i}), stateGrad(i, f));
-    });
-    Value grad = e.add(fromOutputs, fromState);
-    if (config.isDelta()) {
-      // + diag(b) A^T dW~ + G K + G^T K with G = diag(b) dM.
-      Value betaR = e.load(buf.beta, {t, b, h});
-      Value throughW = e.mul(betaR, e.load(buf.atdwt, {b, h, t, f}));
-      Value throughM = e.sum(e.index(0), len, [&](Value s) {
-        Value ts = e.addIndex(t0, s);
-        Value g = e.add(
-            e.mul(betaR, e.load(buf.dm, {b, h, t, s})),
-            e.mul(e.load(buf.beta, {ts, b, h}), e.load(buf.dm, {b, h, ts, r})));
-        return e.mul(g, e.load(buf.kf, {b, h, ts, f}));
-      });
-      grad = e.add(grad, e.add(throughW, throughM));
-    }
-    e.store(grad, buf.dkf, {b, h, t, f});
-  });
-  e.parallel({len, dValue}, [&](ValueRange ri) {
-    Value t = e.addIndex(t0, ri[0]);
-    Value grad = config.isDelta() ? e.mul(e.load(buf.beta, {t, b, h}),
-                                          e.load(buf.atdu, {b, h, t, ri[1]}))
-                                  : e.load(buf.du, {b, h, t, ri[1]});
-    e.store(grad, buf.dv, {t, b, h, ri[1]});
-  });
+  Value dq = rows(buf.dqf, dFeature);
+  tiles.product(dy, state, dq);
+  tiles.lowerProduct(dp, k, dq, config.causalBlock, Triangular::Lhs,
+                     /*accumulate=*/true);
+  // dK = dP^T Q + U dS.
+  Value dk = rows(buf.dkf, dFeature);
+  tiles.product(dp, q, dk, Transposed::Lhs);
+  tiles.product(u, stateGrad, dk, Transposed::None, /*accumulate=*/true);
+  if (!config.isDelta())
+    return emitStepStore(rows(buf.du, dValue), buf.dv, b, h, t0, len);
+  emitDeltaChunkGrad(b, h, c, t0, len);
 }
 
 /// The delta rule's path through U = U~ - W~ S^T and the WY factors:
-/// dW~ = -dU S, A^T dU, A^T dW~, dA, dM = -stril(A^T dA A^T) and dbeta.
+/// dW~ = -dU S, dA = (dU V^T + dW~ K^T) diag(b), A^T dU, A^T dW~, A^T dA,
+/// dM = -stril(A^T dA A^T); then dbeta, dV = diag(b) A^T dU, and dK's
+/// terms diag(b) A^T dW~ + (diag(b) dM + dM^T diag(b)) K.
 void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
                                      Value len) {
-  Value chunk = e.index(config.chunk), dFeature = e.index(config.dFeature),
-        dValue = e.index(config.dValue), zero = e.real(0.0);
-  auto rowOf = [&](Value r) { return e.addIndex(t0, r); };
-  e.parallel({len, dFeature}, [&](ValueRange rf) {
-    Value t = rowOf(rf[0]);
-    Value grad = e.sum(e.index(0), dValue, [&](Value i) {
-      return e.mul(e.load(buf.du, {b, h, t, i}),
-                   e.load(buf.chunkStates, {b, h, c, i, rf[1]}));
-    });
-    e.store(e.neg(grad), buf.dwt, {b, h, t, rf[1]});
-  });
-  // dA[r, s] = beta_s (dU_r . V_s + dW~_r . K_s), for s in the chunk.
-  e.parallel({len, chunk}, [&](ValueRange rs) {
-    Value t = rowOf(rs[0]), ts = rowOf(rs[1]);
-    Value da = e.ifElse(
-        e.less(rs[1], len),
-        [&] {
-          Value viaV = e.sum(e.index(0), dValue, [&](Value i) {
-            return e.mul(e.load(buf.du, {b, h, t, i}),
-                         e.load(buf.v, {ts, b, h, i}));
-          });
-          Value viaK = e.sum(e.index(0), dFeature, [&](Value f) {
-            return e.mul(e.load(buf.dwt, {b, h, t, f}),
-                         e.load(buf.kf, {b, h, ts, f}));
-          });
-          return e.mul(e.load(buf.beta, {ts, b, h}), e.add(viaV, viaK));
-        },
-        zero);
-    e.store(da, buf.da, {b, h, t, rs[1]});
-  });
-  // (A^T X)[r] = sum_{s >= r} A[s, r] X[s]: A is unit lower triangular.
-  auto transposedSolve = [&](Value width, Value x, Value out) {
-    e.parallel({len, width}, [&](ValueRange rj) {
-      Value sum = e.sum(rj[0], len, [&](Value s) {
-        Value ts = rowOf(s);
-        return e.mul(e.load(buf.a, {b, h, ts, rj[0]}),
-                     e.load(x, {b, h, ts, rj[1]}));
-      });
-      e.store(sum, out, {b, h, rowOf(rj[0]), rj[1]});
-    });
+  int64_t chunk = config.chunk, dFeature = config.dFeature,
+          dValue = config.dValue;
+  Value zero = e.index(0);
+  auto rows = [&](Value buffer, int64_t width) {
+    return tiles.tile(buffer, {b, h, t0, zero}, chunk, width);
   };
-  transposedSolve(dValue, buf.du, buf.atdu);
-  transposedSolve(dFeature, buf.dwt, buf.atdwt);
-  transposedSolve(chunk, buf.da, buf.atda);
-  // dM[r, s] = -sum_{q <= s} (A^T dA)[r, q] A[s, q], for s < r.
-  e.parallel({len, chunk}, [&](ValueRange rs) {
-    Value t = rowOf(rs[0]);
-    Value dm = e.ifElse(
-        e.less(rs[1], rs[0]),
-        [&] {
-          return e.neg(
-              e.sum(e.index(0), e.addIndex(rs[1], e.index(1)), [&](Value q) {
-                return e.mul(e.load(buf.atda, {b, h, t, q}),
-                             e.load(buf.a, {b, h, rowOf(rs[1]), q}));
-              }));
-        },
-        zero);
-    e.store(dm, buf.dm, {b, h, t, rs[1]});
-  });
-  // dbeta = rowsum(A^T dU * V) + rowsum(A^T dW~ * K) + rowsum(dM * K K^T).
+  Value du = rows(buf.du, dValue), dwt = rows(buf.dwt, dFeature),
+        da = rows(buf.da, chunk), a = rows(buf.a, chunk),
+        k = rows(buf.kf, dFeature), v = rows(buf.vt, dValue),
+        beta = tiles.tile(buf.bt, {b, h, t0}, chunk);
+  tiles.product(
+      du, tiles.tile(buf.chunkStates, {b, h, c, zero, zero}, dValue, dFeature),
+      dwt);
+  tiles.negate(dwt);
+  Value valuesT = tiles.tile(buf.valuesT, {b, h, c, zero, zero}, dValue, chunk);
+  tiles.transpose(v, valuesT);
+  tiles.product(du, valuesT, da);
+  tiles.product(dwt, tiles.tile(buf.kt, {b, h, c, zero, zero}, dFeature, chunk),
+                da, Transposed::None, /*accumulate=*/true);
+  tiles.scaleColumns(da, beta, da);
+  // A^T X: A is unit lower triangular and zero above its diagonal.
+  Value atdu = rows(buf.atdu, dValue), atdwt = rows(buf.atdwt, dFeature),
+        atda = rows(buf.atda, chunk);
+  tiles.product(a, du, atdu, Transposed::Lhs);
+  tiles.product(a, dwt, atdwt, Transposed::Lhs);
+  tiles.product(a, da, atda, Transposed::Lhs);
+  Value squareT = rows(buf.squareT, chunk), dm = rows(buf.dm, chunk);
+  tiles.transpose(a, squareT);
+  tiles.product(atda, squareT, dm);
+  tiles.negate(dm);
+  tiles.maskLower(dm, /*strict=*/true);
+  // dbeta = rowsum(A^T dU * V) + rowsum(A^T dW~ * K) + rowsum(dM * G).
+  Value dbeta = tiles.tile(buf.dbw, {b, h, t0}, chunk);
+  tiles.fill(dbeta, 0.0);
+  tiles.addRowDots(atdu, v, dbeta);
+  tiles.addRowDots(atdwt, k, dbeta);
+  tiles.addRowDots(dm, rows(buf.gram, chunk), dbeta);
   e.parallel({len}, [&](ValueRange r) {
-    Value t = rowOf(r[0]);
-    Value viaV = e.sum(e.index(0), dValue, [&](Value i) {
-      return e.mul(e.load(buf.atdu, {b, h, t, i}), e.load(buf.v, {t, b, h, i}));
-    });
-    Value viaK = e.sum(e.index(0), dFeature, [&](Value f) {
-      return e.mul(e.load(buf.atdwt, {b, h, t, f}),
-                   e.load(buf.kf, {b, h, t, f}));
-    });
-    Value viaM = e.sum(e.index(0), r[0], [&](Value s) {
-      return e.mul(e.load(buf.dm, {b, h, t, s}),
-                   e.load(buf.gram, {b, h, t, s}));
-    });
-    e.store(e.add(viaV, e.add(viaK, viaM)), buf.dbeta, {t, b, h});
+    Value x = memref::LoadOp::create(e.b, dbeta, r);
+    e.store(x, buf.dbeta, {e.addIndex(t0, r[0]), b, h});
   });
+  // dV = diag(b) A^T dU.
+  tiles.scaleRows(atdu, beta, atdu);
+  emitStepStore(atdu, buf.dv, b, h, t0, len);
+  // dK += (diag(b) dM + dM^T diag(b)) K + diag(b) A^T dW~; the sum of dM's
+  // two terms takes dA's place.
+  tiles.transpose(dm, squareT);
+  tiles.scaleColumns(squareT, beta, squareT);
+  tiles.scaleRows(dm, beta, da);
+  tiles.add(da, squareT, da);
+  Value dk = rows(buf.dkf, dFeature);
+  tiles.product(da, k, dk, Transposed::None, /*accumulate=*/true);
+  tiles.scaleRows(atdwt, beta, atdwt);
+  tiles.add(dk, atdwt, dk);
 }
 
 // DPFP's backward, with s = sum(phi) + eps and g = dL/dphi':

@@ -40,7 +40,7 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state", {batch, heads, blocks}, [&](ValueRange ids) {
     Value v0 = e.mulIndex(ids[2], e.index(config.valueBlock));
-    emitStateInit(ids[0], ids[1], v0);
+    emitBlockRowsInit(buf.initial, buf.state, ids[0], ids[1], v0);
     e.forLoop(e.index(0), chunks, [&](Value c) {
       auto [t0, len] = chunkSpan(c, seqLen);
       emitStateChunk(ids[0], ids[1], v0, c, t0, len);
@@ -136,29 +136,37 @@ void ScanKernels::emitDpfpTiles(Value x, Value features, Value norms, Value b,
   tiles.divideRows(phi, sums);
 }
 
-/// The chunk's values (and gates) in the workspace, zero past the sequence
-/// end: with the features, the only loads that see the sequence length.
-void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
-  int64_t chunk = config.chunk, dValue = config.dValue;
-  Value zero = e.index(0);
+/// Columns [c0, c0 + cols) of the chunk's rows of the [T, B, H, W] input
+/// `src` into the workspace `dst` ([B, H, T', W]), zero past the sequence
+/// end.
+void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
+                                Value c0, Value t0, Value len, int64_t cols) {
+  int64_t chunk = config.chunk;
   ifWholeChunk(
       len,
       [&] {
-        tiles.copy(tiles.stepTile(buf.v, {t0, b, h, zero}, chunk, dValue),
-                   tiles.tile(buf.vt, {b, h, t0, zero}, chunk, dValue));
+        tiles.copy(tiles.stepTile(src, {t0, b, h, c0}, chunk, cols),
+                   tiles.tile(dst, {b, h, t0, c0}, chunk, cols));
       },
       [&] {
-        e.parallel({e.index(chunk), e.index(dValue)}, [&](ValueRange ri) {
-          Value t = e.addIndex(t0, ri[0]);
-          Value v = e.ifElse(
+        e.parallel({e.index(chunk), e.index(cols)}, [&](ValueRange ri) {
+          Value t = e.addIndex(t0, ri[0]), col = e.addIndex(c0, ri[1]);
+          Value x = e.ifElse(
               e.less(ri[0], len),
               [&] {
-                return e.load(buf.v, {t, b, h, ri[1]});
+                return e.load(src, {t, b, h, col});
               },
               e.real(0.0));
-          e.store(v, buf.vt, {b, h, t, ri[1]});
+          e.store(x, dst, {b, h, t, col});
         });
       });
+}
+
+/// The chunk's values (and gates) in the workspace, zero past the sequence
+/// end: with the features, the only loads that see the sequence length.
+void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
+  int64_t chunk = config.chunk;
+  emitChunkLoad(buf.v, buf.vt, b, h, e.index(0), t0, len, config.dValue);
   // One gate a step: element by element either way.
   if (config.isDelta())
     e.parallel({e.index(chunk)}, [&](ValueRange r) {
@@ -274,17 +282,20 @@ void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {
                      causal, Triangular::Lhs);
 }
 
-/// The value block's rows of the state: the initial state, or zero.
-void ScanKernels::emitStateInit(Value b, Value h, Value v0) {
+/// Rows [v0, v0 + Bv) of the state-shaped `target` ([B, H, d_v, D]): those
+/// of `source`, or zero without one. The state starts from the initial
+/// state, its gradient from the final state's.
+void ScanKernels::emitBlockRowsInit(Value source, Value target, Value b,
+                                    Value h, Value v0) {
   Value zero = e.index(0);
-  Value state = tiles.tile(buf.state, {b, h, v0, zero}, config.valueBlock,
-                           config.dFeature);
-  if (buf.initial)
-    tiles.copy(tiles.tile(buf.initial, {b, h, v0, zero}, config.valueBlock,
-                          config.dFeature),
-               state);
+  auto rows = [&](Value buffer) {
+    return tiles.tile(buffer, {b, h, v0, zero}, config.valueBlock,
+                      config.dFeature);
+  };
+  if (source)
+    tiles.copy(rows(source), rows(target));
   else
-    tiles.fill(state, 0.0);
+    tiles.fill(rows(target), 0.0);
 }
 
 /// U, Y and the next state of one chunk on the value block [v0, v0 + Bv),

@@ -13,10 +13,11 @@
 //                                      a block of value columns (tiles)
 // Backward (fwp.scan_grad): prepare and state again (the state kernel keeps
 // each chunk's start state and U), then
-//   state_grad  forall (b, h)          backwards over chunks: dU and the
-//                                      state gradient at each chunk end
+//   state_grad  forall (b, h, vblock)  backwards over chunks: dU and the
+//                                      state gradient at each chunk end on
+//                                      a block of value rows (tiles)
 //   chunk_grad  forall (b, h, chunk)   dQ, dK, dV, dbeta, all chunks in
-//                                      parallel
+//                                      parallel (tiles)
 //   input_grad  forall (b, h, chunk)   dq, dk through DPFP's backward
 //
 //===----------------------------------------------------------------------===//
@@ -80,10 +81,14 @@ struct ScanBuffers {
   // Backward outputs: dq, dk, dv [T, B, H, *], dbeta [T, B, H]; the running
   // state gradient [B, H, d_v, D], which ends as the initial state's.
   Value dq, dk, dv, dbeta, dState;
-  // Backward workspace [B, H, T, *]: dU (d_v), feature gradients (D), the
-  // state gradient at every chunk end [B, H, chunks, d_v, D], and per chunk
-  // dP, dA, A^T dA, dM (C), dW~ and A^T dW~ (D), A^T dU (d_v).
-  Value du, dqf, dkf, dChunkEnds, dp, da, atda, dm, dwt, atdwt, atdu;
+  // Backward workspace [B, H, T', *], the rows past T zero: output
+  // gradients dY and dU (d_v), feature gradients (D), the state gradient at
+  // every chunk end [B, H, chunks, d_v, D], its transpose at the current
+  // chunk [B, H, D, d_v] and (delta) dU^T W~ [B, H, d_v, D]; per chunk U^T
+  // then V^T [B, H, chunks, d_v, C], and dP, dA, A^T dA, dM, A^T then dM^T
+  // (C), dW~ and A^T dW~ (D), A^T dU (d_v), dbeta ([B, H, T']).
+  Value dyw, du, dqf, dkf, dChunkEnds, dst, dsWritten, valuesT, dp, da, atda,
+      dm, squareT, dwt, atdwt, atdu, dbw;
   // DPFP's backward, per step: sum(phi) and g . phi of q, then of k (4).
   Value dpfpSums;
 };
@@ -121,16 +126,21 @@ private:
                           Value h, Value t, Value n, int64_t slot);
 
   // Forward pieces.
+  void emitChunkLoad(Value src, Value dst, Value b, Value h, Value c0, Value t0,
+                     Value len, int64_t cols);
   void emitChunkLoads(Value b, Value h, Value t0, Value len);
   void emitInverse(Value b, Value h, Value t0);
   void emitBlockInverse(Value b, Value h, Value t0);
   void emitPrepare(Value b, Value h, Value c, Value t0, Value len);
-  void emitStateInit(Value b, Value h, Value v0);
+  void emitBlockRowsInit(Value source, Value target, Value b, Value h,
+                         Value v0);
   void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len);
 
   // Backward pieces.
-  void emitStateGradInit(Value b, Value h);
-  void emitStateGradChunk(Value b, Value h, Value c, Value t0, Value len);
+  void emitStateGradChunk(Value b, Value h, Value v0, Value c, Value t0,
+                          Value len);
+  void emitStepStore(Value tile, Value out, Value b, Value h, Value t0,
+                     Value len);
   void emitChunkGrad(Value b, Value h, Value c, Value t0, Value len);
   void emitDeltaChunkGrad(Value b, Value h, Value c, Value t0, Value len);
   void emitInputGrads(Value b, Value h, Value t0, Value len);

@@ -180,6 +180,12 @@ void TileBuilder::subtract(Value lhs, Value rhs, Value out) {
   });
 }
 
+void TileBuilder::add(Value lhs, Value rhs, Value out) {
+  elementwise(lhs, rhs, out, [](OpBuilder &nb, Location loc, Value x, Value y) {
+    return arith::AddFOp::create(nb, loc, x, y, kFlags).getResult();
+  });
+}
+
 void TileBuilder::multiply(Value lhs, Value rhs, Value out) {
   elementwise(lhs, rhs, out, [](OpBuilder &nb, Location loc, Value x, Value y) {
     return arith::MulFOp::create(nb, loc, x, y, kFlags).getResult();
@@ -195,6 +201,20 @@ void TileBuilder::rowSums(Value in, Value sums, double offset) {
       {utils::IteratorType::parallel, utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location loc, ValueRange args) {
         Value v = arith::AddFOp::create(nb, loc, args[1], args[0], kFlags);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
+void TileBuilder::addRowDots(Value lhs, Value rhs, Value sums) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  linalg::GenericOp::create(
+      b, ValueRange{lhs, rhs}, ValueRange{sums},
+      {identityMap(2), identityMap(2), row},
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value xy = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
+        Value v = arith::AddFOp::create(nb, loc, args[2], xy, kFlags);
         linalg::YieldOp::create(nb, loc, v);
       });
 }

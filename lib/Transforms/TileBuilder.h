@@ -76,8 +76,15 @@ public:
   /// out = lhs - rhs, elementwise (out may be either operand).
   void subtract(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
 
+  /// out = lhs + rhs, elementwise (out may be either operand).
+  void add(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
+
   /// out = lhs * rhs, elementwise.
   void multiply(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
+
+  /// sums[i] += sum_j lhs[i, j] rhs[i, j] (1-D sums): the rows' dot
+  /// products.
+  void addRowDots(mlir::Value lhs, mlir::Value rhs, mlir::Value sums);
 
   /// sums[i] = offset + sum_j in[i, j] (1-D sums).
   void rowSums(mlir::Value in, mlir::Value sums, double offset);

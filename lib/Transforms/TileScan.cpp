@@ -247,7 +247,10 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
   buf.dv = alloc.perStep(op.getDv().getType(), config->dValue);
   buf.dState =
       alloc.state(op.getDInitial() ? op.getDInitial().getType() : TensorType());
+  buf.dyw = alloc.workspace(config->dValue);
   buf.du = alloc.workspace(config->dValue);
+  buf.dst = alloc.transposedState();
+  buf.valuesT = alloc.perChunk(config->dValue, config->chunk);
   buf.dqf = alloc.workspace(config->dFeature);
   buf.dkf = alloc.workspace(config->dFeature);
   buf.dp = alloc.workspace(config->chunk);
@@ -258,6 +261,9 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
     auto betaType = op.getDbeta().getType();
     buf.dbeta =
         allocate(b, betaType.getShape(), {seqLen, batch, heads}, elementType);
+    buf.dsWritten = alloc.state();
+    buf.dbw = alloc.workspaceColumn();
+    buf.squareT = alloc.workspace(config->chunk);
     buf.da = alloc.workspace(config->chunk);
     buf.atda = alloc.workspace(config->chunk);
     buf.dm = alloc.workspace(config->chunk);

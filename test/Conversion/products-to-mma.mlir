@@ -7,32 +7,38 @@
 // BADPREC: error: fwp-products-to-mma: precision must be tf32x3, tf32 or cuda-cores, got 'f16'
 // BADBLOCK: error: fwp-products-to-mma: block-size must be a multiple of 32 in [32, 1024], got 48
 
-// A 64 x 64 x 128 product: 8 warp tiles of 16 x 32, two per warp (4 warps),
-// so its operands are staged in shared memory, 32 steps of k at a time:
+// A 64 x 64 x 128 product: 8 warp tiles of 16 x 32, two per warp (4 warps)
+// if whole, so it goes in two column pieces of 64 x 32, one tile per warp.
+// Each piece stages its operands in shared memory, 32 steps of k at a time:
 // q's 64 x 32 window (row stride 36 words: 8 fragment rows land on distinct
-// banks) then kt's 32 x 64 window (stride 72), each copied by cp.async (16
-// and 16 4-byte copies per thread), one group, a wait and a barrier; then
-// each k step of 8 loads the A fragment with ldmatrix and issues 8 MMAs,
-// 3 each with tf32x3 (low-high, high-low, high-high); a barrier after.
-// CHECK: memref.global "private" @fwp_stage_k : memref<4608xf32, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+// banks) then its piece of kt, 32 x 32 (stride 40), each copied by cp.async
+// (16 and 8 4-byte copies per thread), one group, a wait and a barrier;
+// then each k step of 8 loads the A fragment with ldmatrix and issues 4
+// MMAs, 3 each with tf32x3 (low-high, high-low, high-high); a barrier after.
+// CHECK: memref.global "private" @fwp_stage_k : memref<3584xf32, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK-LABEL: func @product
 // CHECK: scf.forall
 // CHECK: %[[STAGE:.*]] = memref.get_global @fwp_stage_k
+// CHECK: memref.subview %{{.*}}[0, 0] [128, 32]
 // CHECK: %[[QS:.*]] = memref.reinterpret_cast %[[STAGE]] to offset: [0], sizes: [64, 32], strides: [36, 1]
-// CHECK: %[[KS:.*]] = memref.reinterpret_cast %[[STAGE]] to offset: [2304], sizes: [32, 64], strides: [72, 1]
-// CHECK: scf.for %[[K0:.*]] = %c0{{.*}} to %c128 step %c32 iter_args
+// CHECK: %[[KS:.*]] = memref.reinterpret_cast %[[STAGE]] to offset: [2304], sizes: [32, 32], strides: [40, 1]
+// CHECK: scf.for %[[K0:.*]] = %c0{{.*}} to %c128{{.*}} step %c32{{.*}} iter_args
 // CHECK: gpu.barrier
 // CHECK-COUNT-16: nvgpu.device_async_copy %{{.*}}, %[[QS]][{{.*}}], 1
-// CHECK-COUNT-16: nvgpu.device_async_copy %{{.*}}, %[[KS]][{{.*}}], 1
+// CHECK-COUNT-8: nvgpu.device_async_copy %{{.*}}, %[[KS]][{{.*}}], 1
 // CHECK: %[[GROUP:.*]] = nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_wait %[[GROUP]] {numGroups = 0 : i32}
 // CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c32 step %c8 iter_args
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c32{{.*}} step %c8{{.*}} iter_args
 // CHECK: nvgpu.ldmatrix %[[QS]]
-// CHECK-COUNT-24: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// CHECK-COUNT-12: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK: scf.yield
 // CHECK: vector.store
+// CHECK: gpu.barrier
+// CHECK: memref.subview %{{.*}}[0, 32] [128, 32]
+// CHECK-COUNT-12: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// CHECK-NOT: nvgpu.mma.sync
 // CHECK: gpu.barrier
 // CHECK-NOT: linalg.matmul
 // CHECK-NOT: vector.contract
@@ -56,18 +62,19 @@ func.func @product(%q: !q, %kt: !kt, %p: !p) {
 // -----
 
 // The state update's product reads its left operand transposed
-// (S += U^T K, 32 x 128 from 64 x 32 and 64 x 128): 8 warp tiles, staged
-// as stored: U's 32 x 32 window with rows of k (stride 40: fragment columns
-// on distinct banks), K's 32 x 128 window (stride 136); no copy transposes.
-// CHECK: memref.global "private" @fwp_stage_k : memref<5632xf32, #gpu.address_space<workgroup>>
+// (S += U^T K, 32 x 128 from 64 x 32 and 64 x 128): 8 warp tiles, so two
+// column pieces of 32 x 64, each staged as stored: U's 32 x 32 window with
+// rows of k (stride 40: fragment columns on distinct banks), the piece's
+// 32 x 64 window of K (stride 72); no copy transposes.
+// CHECK: memref.global "private" @fwp_stage_k : memref<3584xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func @transposed_lhs
 // ONE-LABEL: func @transposed_lhs
 // CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [32, 32], strides: [40, 1]
-// CHECK: memref.reinterpret_cast %{{.*}} to offset: [1280], sizes: [32, 128], strides: [136, 1]
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c64 step %c32 iter_args
-// CHECK-COUNT-40: nvgpu.device_async_copy
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c32 step %c8 iter_args
-// CHECK-COUNT-24: nvgpu.mma.sync
+// CHECK: memref.reinterpret_cast %{{.*}} to offset: [1280], sizes: [32, 64], strides: [72, 1]
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c32{{.*}} iter_args
+// CHECK-COUNT-24: nvgpu.device_async_copy
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c32{{.*}} step %c8{{.*}} iter_args
+// CHECK-COUNT-12: nvgpu.mma.sync
 // CHECK: gpu.barrier
 // CHECK-NOT: linalg.matmul
 !u = memref<64x32xf32, strided<[64, 1], offset: ?>>

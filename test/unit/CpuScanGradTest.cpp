@@ -320,6 +320,14 @@ TEST(CpuScanGradTest, DeltaShapes) {
             {{35, 2, 2}, {8, 1, 1}, {13, 1, 3, {0, 8, 9}}}, kF64Bound);
 }
 
+// The CPU pipeline's blocking: C = 64 (A by 16 x 16 blocks, products by
+// causal row blocks of 16), whole chunks beside a partial one, and 128 value
+// columns in two value blocks of 64 (scan_state, scan_state_grad).
+TEST(CpuScanGradTest, DeltaBlocked) {
+  checkRuns(desc(Rule::Delta, 1, 4, 128, 64, true, true),
+            {{130, 1, 2, {3, 64, 100}}, {64, 2, 1}}, kF64Bound);
+}
+
 //===----------------------------------------------------------------------===//
 // Sum rule
 //===----------------------------------------------------------------------===//
@@ -349,6 +357,11 @@ TEST(CpuScanGradTest, SumShapes) {
   checkRuns(desc(Rule::Sum, 0, 4, 7, 3, true, true), kLengths, kF64Bound);
   checkRuns(desc(Rule::Sum, 1, 16, 16, 8, false, true),
             {{35, 2, 2}, {8, 1, 1}, {13, 1, 3, {0, 8, 9}}}, kF64Bound);
+}
+
+TEST(CpuScanGradTest, SumBlocked) {
+  checkRuns(desc(Rule::Sum, 1, 4, 128, 64, true, true),
+            {{130, 1, 2, {3, 64, 100}}, {64, 2, 1}}, kF64Bound);
 }
 
 //===----------------------------------------------------------------------===//

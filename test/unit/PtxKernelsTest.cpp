@@ -202,12 +202,12 @@ private:
 };
 
 /// At issue 9's shape (16 heads, d_k = 64, nu = 1: 128 features; chunk 64)
-/// the forward scan kernels' products run on the tensor cores (tf32x3 by
-/// default: mma.sync m16n8k8 tf32 with f32 accumulators) from operands
-/// staged in shared memory (cp.async in, ldmatrix and ld.shared out), and
-/// each kernel assembles for sm_90 and sm_80 with no spills; its registers
-/// and shared memory are printed.
-TEST(PtxKernelsTest, ForwardScanKernelsUseTensorCores) {
+/// the scan kernels' products, forward and backward, run on the tensor
+/// cores (tf32x3 by default: mma.sync m16n8k8 tf32 with f32 accumulators)
+/// from operands staged in shared memory (cp.async in, ldmatrix and
+/// ld.shared out), and each kernel assembles for sm_90 and sm_80 with no
+/// spills; its registers and shared memory are printed.
+TEST(PtxKernelsTest, ScanKernelsUseTensorCores) {
   std::string ptxas = findPtxas();
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
@@ -227,9 +227,14 @@ TEST(PtxKernelsTest, ForwardScanKernelsUseTensorCores) {
     desc.chip = chip;
     SCOPED_TRACE(desc.str());
     auto code = fwp::jit::compile(desc)->deviceCode();
-    for (const char *kernel : {"scan_prepare", "scan_state"}) {
-      auto found = code.forwardPtx.find(kernel);
-      ASSERT_NE(found, code.forwardPtx.end()) << kernel;
+    const std::pair<const char *, const std::map<std::string, std::string> *>
+        kernels[] = {{"scan_prepare", &code.forwardPtx},
+                     {"scan_state", &code.forwardPtx},
+                     {"scan_state_grad", &code.backwardPtx},
+                     {"scan_chunk_grad", &code.backwardPtx}};
+    for (auto [kernel, module] : kernels) {
+      auto found = module->find(kernel);
+      ASSERT_NE(found, module->end()) << kernel;
       const std::string &ptx = found->second;
       size_t mmas = count(ptx, mma);
       EXPECT_GT(mmas, 0u) << kernel << " has no " << mma;
