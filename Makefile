@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps build test sanitize demo bench bench-cpu gpu-bundle format clean
+.PHONY: all deps build test sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean
 
 all: build
 
@@ -53,6 +53,10 @@ bench: build
 # python3 is the one python3-torch is installed for.
 bench-cpu: build
 	/usr/bin/python3 bench/cpu_vs_pytorch.py --fwp-bench $(BUILD)/bin/fwp-bench --markdown $(BUILD)/cpu-vs-pytorch.md
+
+# The same for a training step: forward, then backward (PyTorch's autograd).
+bench-cpu-training: build
+	/usr/bin/python3 bench/cpu_vs_pytorch.py --training --fwp-bench $(BUILD)/bin/fwp-bench --markdown $(BUILD)/cpu-vs-pytorch-training.md
 
 # The one-command GPU check: every CUDA test case and benchmark shape
 # compiled here, with the float64 reference's answers and a runtime-only

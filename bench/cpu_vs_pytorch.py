@@ -2,12 +2,15 @@
 """fwp's CPU forward against the chunked PyTorch forward, in one run.
 
     bench/cpu_vs_pytorch.py [--fwp-bench build/bin/fwp-bench] [--quick]
-                            [--rounds N] [--markdown FILE]
+                            [--training] [--rounds N] [--markdown FILE]
 
 Runs fwp-bench (fwp's compiled float32 forward of the whole module, timed
 in C++, median after a warm-up) and then, on the same shapes, the chunked
 PyTorch forward of bench/pytorch_peer.py (float32, chunk 64) on one thread
-and on every core, and prints one table with the ratios. PyTorch's timings
+and on every core, and prints one table with the ratios. With --training,
+a training step on both sides: the forward, then the backward of a random
+dL/dy (fwp-bench --training; PyTorch's autograd through the chunked
+forward, gradients of x and of every weight). PyTorch's timings
 are medians of at least 3 runs and 0.5 s after a warm-up call, like
 fwp-bench's. Debian's PyTorch uses the BLAS that `libblas.so.3` points to:
 this script says which (OpenBLAS, not the reference BLAS, for a fair peer).
@@ -50,7 +53,7 @@ def median_ms(call, min_runs=3, min_seconds=0.5, max_seconds=5.0):
     return statistics.median(times) * 1e3
 
 
-def peer_ms(threads, steps, batch, d_model, heads, nu, rule):
+def peer_ms(threads, training, steps, batch, d_model, heads, nu, rule):
     """The peer's median in a process of its own: OpenBLAS sizes its thread
     pool from the environment when it loads, which torch.set_num_threads
     does not change, and idle pool threads that spin would steal the core
@@ -60,19 +63,31 @@ def peer_ms(threads, steps, batch, d_model, heads, nu, rule):
     shape = f"{steps},{batch},{d_model},{heads},{nu},{rule}"
     out = subprocess.run(
         [sys.executable, __file__, "--peer", shape, "--threads",
-         str(threads)], env=env, check=True, capture_output=True, text=True)
+         str(threads)] + (["--training"] if training else []),
+        env=env, check=True, capture_output=True, text=True)
     return float(out.stdout.strip())
 
 
-def time_peer(shape, threads):
+def time_peer(shape, threads, training):
     steps, batch, d_model, heads, nu, rule = shape.split(",")
     steps, batch, d_model, heads, nu = map(int,
                                            (steps, batch, d_model, heads, nu))
     torch.set_num_threads(threads)
     x, w = pytorch_peer.random_problem(steps, batch, d_model, heads)
-    with torch.no_grad():
-        return median_ms(lambda: pytorch_peer.chunked_forward(
-            x, w, heads, nu=nu, rule=rule))
+    if not training:
+        with torch.no_grad():
+            return median_ms(lambda: pytorch_peer.chunked_forward(
+                x, w, heads, nu=nu, rule=rule))
+    dy = torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
+    for t in [x, *w.values()]:
+        t.requires_grad_(True)
+
+    def step():
+        for t in [x, *w.values()]:
+            t.grad = None
+        pytorch_peer.chunked_forward(x, w, heads, nu=nu, rule=rule).backward(dy)
+
+    return median_ms(step)
 
 
 def fwp_rows(args, threads):
@@ -80,8 +95,9 @@ def fwp_rows(args, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     with tempfile.TemporaryDirectory() as tmp:
         table = os.path.join(tmp, "fwp.csv")
-        command = [args.fwp_bench, "--csv", table] + (["--quick"]
-                                                       if args.quick else [])
+        command = [args.fwp_bench, "--csv", table]
+        command += ["--quick"] if args.quick else []
+        command += ["--training"] if args.training else []
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
                        env=env)
         with open(table) as f:
@@ -99,6 +115,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fwp-bench", default="build/bin/fwp-bench")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--training", action="store_true",
+                        help="time a training step (forward, then backward)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of the whole comparison; each figure "
                         "is the best of its rounds (default 3)")
@@ -110,7 +128,7 @@ def main():
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.peer:
-        print(time_peer(args.peer, args.threads))
+        print(time_peer(args.peer, args.threads, args.training))
         return
 
     cores = os.cpu_count()
@@ -125,7 +143,7 @@ def main():
                      int(r["heads"]), int(r["nu"]), r["rule"])
             for threads in counts:
                 peer_runs.setdefault((i, threads), []).append(
-                    peer_ms(threads, *shape))
+                    peer_ms(threads, args.training, *shape))
     rows = fwp_runs[1][0]
 
     def best_fwp(threads, i):
@@ -133,7 +151,9 @@ def main():
 
     lines = [
         f"fwp (compiled, float32, chunk 64) vs chunked PyTorch {torch.__version__}"
-        f" (float32, chunk 64), forward of the whole module",
+        f" (float32, chunk 64), "
+        f"{'training step (forward + backward)' if args.training else 'forward'}"
+        f" of the whole module",
         f"machine: {platform.processor() or platform.machine()}, {cores} cores;"
         f" BLAS: {blas_in_use()}; {datetime.date.today()};"
         f" best of {args.rounds} rounds",

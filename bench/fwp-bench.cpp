@@ -1,14 +1,17 @@
 //===- fwp-bench.cpp - Compiled forward against the float64 reference -----===//
 //
-//   fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] [--csv FILE]
+//   fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] [--training] [--csv FILE]
 //
 // Times the forward of the whole FastWeightsAttention module compiled by
 // fwp::jit (float32, the default chunk of 64 steps) against the float64
 // reference fwp::ref::attention at a few sizes, and checks the compiled
-// output against the reference. Each measurement warms up with one call (the
-// first call after compiling), then repeats the call until at least 3 runs
-// and at least 0.2 s have been spent, or 1 s has been spent, whichever comes
-// first, and reports the median. See bench/README.md.
+// output against the reference. With --training, a training step instead:
+// the forward, then the backward of a random dL/dy (fwp::ref::attention
+// and attentionBackward for the reference), checking y and every gradient. Each
+// measurement warms up with one call (the first call after compiling), then
+// repeats the call until at least 3 runs and at least 0.2 s have been spent, or
+// 1 s has been spent, whichever comes first, and reports the median. See
+// bench/README.md.
 //
 // Exit status: 0 if every row ran and its error is within 1e-4; 1 otherwise;
 // 2 on bad usage.
@@ -74,6 +77,7 @@ struct Size {
 /// nn.Linear's initialisation.
 struct Problem {
   Tensor x, wQ, wK, wV, wBeta, wO, bO;
+  Tensor dy; // dL/dy ~ N(0, 1), for --training
 };
 
 Problem makeProblem(const Size &s, uint64_t seed) {
@@ -88,6 +92,7 @@ Problem makeProblem(const Size &s, uint64_t seed) {
   p.wBeta = randomTensor(rng, s.heads * d, w);
   p.wO = randomTensor(rng, d * d, w);
   p.bO = randomTensor(rng, d, w);
+  p.dy = randomTensor(rng, s.seqLen * s.batch * d, 1.0);
   return p;
 }
 
@@ -167,10 +172,17 @@ double flops(const Size &s, fwp::jit::Rule rule) {
   return projections + scan;
 }
 
+/// A training step's yardstick: the forward's flops three times (a backward
+/// product takes two of the forward's size).
+double flops(const Size &s, fwp::jit::Rule rule, bool training) {
+  return (training ? 3.0 : 1.0) * flops(s, rule);
+}
+
 struct Row {
   Size size;
   fwp::jit::Rule rule;
   fwp::jit::Backend backend;
+  bool training;
   double compileMs = NAN;
   Timing reference, compiled;
   double error = NAN;
@@ -189,10 +201,70 @@ fwp::jit::KernelDesc describe(const Size &s, fwp::jit::Rule rule,
   return desc; // chunkSize and eps keep their defaults
 }
 
-/// Times the reference once per (size, rule) and the compiled forward on
-/// each backend, appending one row per backend.
+/// The largest relativeError of the pairs (actual, expected).
+double
+worstError(const std::vector<std::pair<const std::vector<float> *,
+                                       const std::vector<double> *>> &pairs) {
+  double worst = 0;
+  for (auto [actual, expected] : pairs)
+    worst = std::max(worst, relativeError(*actual, *expected));
+  return worst;
+}
+
+/// A training step of the reference and of the compiled module, as
+/// runCase's rows: forward, then backward of p.dy.
+void runTrainingCase(const Size &s, fwp::jit::Rule rule,
+                     const std::vector<fwp::jit::Backend> &backends,
+                     const Problem &p, const fwp::ref::AttentionConfig &config,
+                     const fwp::ref::AttentionParams &params,
+                     std::vector<Row> &rows) {
+  fwp::ref::AttentionShape shape{s.seqLen, s.batch, s.dModel};
+  std::vector<double> expectedY;
+  fwp::ref::AttentionGradients expected;
+  Timing reference = measure([&] {
+    expectedY = fwp::ref::attention(config, shape, p.x.f64, params).y;
+    expected =
+        fwp::ref::attentionBackward(config, shape, p.x.f64, params, p.dy.f64);
+  });
+  for (fwp::jit::Backend backend : backends) {
+    Row row{s, rule, backend, /*training=*/true, NAN, reference, {}, NAN, {}};
+    try {
+      auto kernel = fwp::jit::compile(describe(s, rule, backend));
+      std::vector<float> y(expectedY.size()), dx(expected.x.size()),
+          dwQ(expected.wQ.size()), dwK(expected.wK.size()),
+          dwV(expected.wV.size()), dwBeta(expected.wBeta.size()),
+          dwO(expected.wO.size()), dbO(expected.bO.size());
+      row.compiled = measure([&] {
+        kernel->forward(s.seqLen, s.batch, p.x.f32.data(), p.wQ.f32.data(),
+                        p.wK.f32.data(), p.wV.f32.data(), p.wBeta.f32.data(),
+                        p.wO.f32.data(), p.bO.f32.data(), y.data());
+        kernel->backward(s.seqLen, s.batch, p.x.f32.data(), p.wQ.f32.data(),
+                         p.wK.f32.data(), p.wV.f32.data(), p.wBeta.f32.data(),
+                         p.wO.f32.data(), p.bO.f32.data(), p.dy.f32.data(),
+                         dx.data(), dwQ.data(), dwK.data(), dwV.data(),
+                         dwBeta.data(), dwO.data(), dbO.data());
+      });
+      row.compileMs = kernel->compileSeconds() * 1e3;
+      std::vector<
+          std::pair<const std::vector<float> *, const std::vector<double> *>>
+          checked = {{&y, &expectedY},     {&dx, &expected.x},
+                     {&dwQ, &expected.wQ}, {&dwK, &expected.wK},
+                     {&dwV, &expected.wV}, {&dwO, &expected.wO},
+                     {&dbO, &expected.bO}};
+      if (rule == fwp::jit::Rule::Delta)
+        checked.push_back({&dwBeta, &expected.wBeta});
+      row.error = worstError(checked);
+    } catch (const std::exception &e) {
+      row.failure = e.what();
+    }
+    rows.push_back(row);
+  }
+}
+
+/// Times the reference once per (size, rule) and the compiled forward (or
+/// training step) on each backend, appending one row per backend.
 void runCase(const Size &s, fwp::jit::Rule rule,
-             const std::vector<fwp::jit::Backend> &backends,
+             const std::vector<fwp::jit::Backend> &backends, bool training,
              std::vector<Row> &rows) {
   Problem p = makeProblem(s, 0x5eed0000u + static_cast<uint64_t>(s.seqLen));
 
@@ -204,22 +276,25 @@ void runCase(const Size &s, fwp::jit::Rule rule,
   fwp::ref::AttentionShape shape{s.seqLen, s.batch, s.dModel};
   fwp::ref::AttentionParams params{p.wQ.f64,    p.wK.f64, p.wV.f64,
                                    p.wBeta.f64, p.wO.f64, p.bO.f64};
+  if (training)
+    return runTrainingCase(s, rule, backends, p, config, params, rows);
   std::vector<double> expected;
   Timing reference = measure([&] {
     expected = fwp::ref::attention(config, shape, p.x.f64, params).y;
   });
 
   for (fwp::jit::Backend backend : backends) {
-    Row row{s, rule, backend, NAN, reference, {}, NAN, {}};
+    Row row{s, rule, backend, training, NAN, reference, {}, NAN, {}};
     try {
       auto kernel = fwp::jit::compile(describe(s, rule, backend));
-      row.compileMs = kernel->compileSeconds() * 1e3;
       std::vector<float> y(expected.size());
       row.compiled = measure([&] {
         kernel->forward(s.seqLen, s.batch, p.x.f32.data(), p.wQ.f32.data(),
                         p.wK.f32.data(), p.wV.f32.data(), p.wBeta.f32.data(),
                         p.wO.f32.data(), p.bO.f32.data(), y.data());
       });
+      // After the first call, which compiles the forward.
+      row.compileMs = kernel->compileSeconds() * 1e3;
       row.error = relativeError(y, expected);
     } catch (const std::exception &e) {
       row.failure = e.what();
@@ -250,8 +325,8 @@ void printRow(const Row &r) {
   fmt::print("{:10.1f} {:12.3f} {:11.3f} {:7.2f}x {:6.2f} {:11.2e}{}\n",
              r.compileMs, r.reference.medianMs, r.compiled.medianMs,
              r.reference.medianMs / r.compiled.medianMs,
-             flops(r.size, r.rule) / (r.compiled.medianMs * 1e6), r.error,
-             r.error <= kTolerance ? "" : "  > tolerance");
+             flops(r.size, r.rule, r.training) / (r.compiled.medianMs * 1e6),
+             r.error, r.error <= kTolerance ? "" : "  > tolerance");
   std::fflush(stdout);
 }
 
@@ -267,11 +342,12 @@ bool writeCsv(const std::string &path, const std::vector<Row> &rows) {
                r.size.dModel, r.size.heads, r.size.nu, ruleName(r.rule),
                backendName(r.backend));
     if (r.failure.empty()) {
-      fmt::print(f, "{:.3f},{:.6f},{},{:.6f},{},{:.3f},{:.3f},{:.3e},\n",
-                 r.compileMs, r.reference.medianMs, r.reference.runs,
-                 r.compiled.medianMs, r.compiled.runs,
-                 r.reference.medianMs / r.compiled.medianMs,
-                 flops(r.size, r.rule) / (r.compiled.medianMs * 1e6), r.error);
+      fmt::print(
+          f, "{:.3f},{:.6f},{},{:.6f},{},{:.3f},{:.3f},{:.3e},\n", r.compileMs,
+          r.reference.medianMs, r.reference.runs, r.compiled.medianMs,
+          r.compiled.runs, r.reference.medianMs / r.compiled.medianMs,
+          flops(r.size, r.rule, r.training) / (r.compiled.medianMs * 1e6),
+          r.error);
     } else {
       // Quote the message, doubling its quotes; newlines become spaces.
       std::string quoted;
@@ -315,8 +391,9 @@ std::optional<Case> parseShape(const std::string &text) {
 void usage(std::FILE *out) {
   fmt::print(out,
              "usage: fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] "
-             "[--csv FILE]\n"
+             "[--training] [--csv FILE]\n"
              "  --quick     the two smallest sizes only\n"
+             "  --training  time a training step (forward, then backward)\n"
              "  --shape     one size only: sequence length, batch, "
              "d_model, heads, nu,\n"
              "              rule (delta or sum), e.g. 2048,4,256,4,1,delta\n"
@@ -326,11 +403,13 @@ void usage(std::FILE *out) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = false;
+  bool quick = false, training = false;
   std::string csvPath, shape;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
+    } else if (!std::strcmp(argv[i], "--training")) {
+      training = true;
     } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
       shape = argv[++i];
     } else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {
@@ -387,17 +466,18 @@ int main(int argc, char **argv) {
     }
   }
 
-  fmt::print("fwp-bench: forward of FastWeightsAttention, compiled float32 "
+  fmt::print("fwp-bench: {} of FastWeightsAttention, compiled float32 "
              "(chunk 64) vs float64 reference\n"
              "median of >= {} runs and >= {:.1f} s (or one run past {:.0f} s), "
              "after one warm-up call\n\n",
+             training ? "training step (forward + backward)" : "forward",
              kMinRuns, kMinSeconds, kMaxSeconds);
   printHeader();
   std::vector<Row> rows;
   for (const Case &c : cases)
     for (Rule rule : c.rules) {
       std::size_t first = rows.size();
-      runCase(c.size, rule, backends, rows);
+      runCase(c.size, rule, backends, training, rows);
       for (std::size_t i = first; i < rows.size(); ++i)
         printRow(rows[i]);
     }

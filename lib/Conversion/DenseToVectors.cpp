@@ -8,7 +8,11 @@
 // 8 x in by in x out products, and the remaining rows one at a time, each
 // product cut into register tiles and vectorized (VectorTiles.h). Each
 // block accumulates in a stack buffer of its own, copied in and out. The
-// blocks of 8 rows are an scf.forall, run on every core.
+// blocks of 8 rows are an scf.forall, run on every core. The input
+// gradient dx = dy W is the same product with W already [in, out]. A
+// weight gradient dW = dy^T x sums over the rows: 8 rows of dW a block (on
+// every core), each summing 64 rows at a time with static products whose
+// left operand is read transposed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +46,9 @@ constexpr int64_t kRowBlock = 8;
 struct DenseProduct {
   Value x, w, y;
   int64_t in, out;
+  /// W is stored [in, out] (the input gradient dx = dy W reads nn.Linear's
+  /// W that way): no transposed copy is needed.
+  bool wIsTransposed = false;
 };
 
 std::optional<DenseProduct> matchDenseProduct(linalg::GenericOp op) {
@@ -66,19 +73,25 @@ std::optional<DenseProduct> matchDenseProduct(linalg::GenericOp op) {
   xDims.push_back(loops - 1);
   yDims.push_back(loops - 2);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (maps[0] != dims(xDims) || maps[1] != dims({loops - 2, loops - 1}) ||
+  bool transposed = maps[1] == dims({loops - 1, loops - 2});
+  if (maps[0] != dims(xDims) ||
+      (!transposed && maps[1] != dims({loops - 2, loops - 1})) ||
       maps[2] != dims(yDims))
     return std::nullopt;
-  DenseProduct p{op.getDpsInputs()[0], op.getDpsInputs()[1],
-                 op.getDpsInits()[0], 0, 0};
+  DenseProduct p{op.getDpsInputs()[0],
+                 op.getDpsInputs()[1],
+                 op.getDpsInits()[0],
+                 0,
+                 0,
+                 transposed};
   for (Value v : {p.x, p.w, p.y})
     if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
       return std::nullopt;
   auto wType = cast<MemRefType>(p.w.getType());
   if (!wType.hasStaticShape())
     return std::nullopt;
-  p.out = wType.getDimSize(0);
-  p.in = wType.getDimSize(1);
+  p.out = wType.getDimSize(transposed ? 1 : 0);
+  p.in = wType.getDimSize(transposed ? 0 : 1);
   return p;
 }
 
@@ -123,9 +136,12 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
                                                  const DenseProduct &p) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type elementType = cast<MemRefType>(p.w.getType()).getElementType();
-  Value wt =
-      memref::AllocOp::create(b, MemRefType::get({p.in, p.out}, elementType));
-  linalg::TransposeOp::create(b, p.w, wt, ArrayRef<int64_t>{1, 0});
+  Value wt = p.w;
+  if (!p.wIsTransposed) {
+    wt =
+        memref::AllocOp::create(b, MemRefType::get({p.in, p.out}, elementType));
+    linalg::TransposeOp::create(b, p.w, wt, ArrayRef<int64_t>{1, 0});
+  }
   // Outside the sequential loop: an alloca inside one would grow the stack
   // each time. (The parallel loop's body is an alloca scope of its own.)
   Value accRow =
@@ -158,7 +174,126 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
     llvm::append_range(
         ops, rowBlock(b, x, wt, y, accRow, rest.getInductionVar(), 1, p));
   }
-  memref::DeallocOp::create(b, wt);
+  if (!p.wIsTransposed)
+    memref::DeallocOp::create(b, wt);
+  op.erase();
+  return ops;
+}
+
+/// dW[o, i] += sum over the rows of g[rows..., o] x[rows..., i]: a dense
+/// layer's weight gradient, if `op` is one (g, x with the identity layout,
+/// dW static).
+struct WeightGradient {
+  Value g, x, dw;
+  int64_t out, in;
+};
+
+std::optional<WeightGradient> matchWeightGradient(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  unsigned loops = op.getNumLoops();
+  if (loops < 3 || op.getNumParallelLoops() != 2)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  auto rowsAnd = [&](unsigned last) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d = 2; d < loops; ++d)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+    exprs.push_back(getAffineDimExpr(last, ctx));
+    return AffineMap::get(loops, 0, exprs, ctx);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap outMap = AffineMap::get(
+      loops, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
+  if (maps[0] != rowsAnd(0) || maps[1] != rowsAnd(1) || maps[2] != outMap)
+    return std::nullopt;
+  WeightGradient w{op.getDpsInputs()[0], op.getDpsInputs()[1],
+                   op.getDpsInits()[0], 0, 0};
+  for (Value v : {w.g, w.x, w.dw})
+    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
+      return std::nullopt;
+  auto type = cast<MemRefType>(w.dw.getType());
+  if (!type.hasStaticShape())
+    return std::nullopt;
+  w.out = type.getDimSize(0);
+  w.in = type.getDimSize(1);
+  return w;
+}
+
+/// The static [height, width] block of a 2-D buffer at (r0, c0).
+Value blockOf(ImplicitLocOpBuilder &b, Value buffer, Value r0, Value c0,
+              int64_t height, int64_t width) {
+  SmallVector<OpFoldResult> offsets = {r0, c0};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(height),
+                                     b.getIndexAttr(width)};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
+}
+
+/// acc += lhs^T rhs: lhs [k, m] read transposed, rhs [k, n].
+linalg::LinalgOp transposedProduct(ImplicitLocOpBuilder &b, Value lhs,
+                                   Value rhs, Value acc) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr m, n, k;
+  bindDims(ctx, m, n, k);
+  auto map = [&](AffineExpr x, AffineExpr y) {
+    return AffineMapAttr::get(AffineMap::get(3, 0, {x, y}, ctx));
+  };
+  return linalg::MatmulOp::create(
+      b, ValueRange{lhs, rhs}, ValueRange{acc},
+      {b.getNamedAttr("indexing_maps",
+                      b.getArrayAttr({map(k, m), map(k, n), map(m, n)}))});
+}
+
+/// Rows of the sum taken together by one product of a weight gradient.
+constexpr int64_t kSumBlock = 64;
+
+/// Rewrites the weight gradient `op` as blocks of kRowBlock rows of dW (an
+/// scf.forall, on every core), each summing over the rows kSumBlock at a
+/// time (then one at a time) with static products g_block^T x_block into
+/// an accumulator of its own; returns the products and copies.
+SmallVector<linalg::LinalgOp> splitWeightGradient(linalg::GenericOp op,
+                                                  const WeightGradient &w) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  Type elementType = cast<MemRefType>(w.dw.getType()).getElementType();
+  Value g = collapseRows(b, w.g), x = collapseRows(b, w.x);
+  Value rows = memref::DimOp::create(b, x, 0);
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value sumBlock = arith::ConstantIndexOp::create(b, kSumBlock);
+  Value whole =
+      arith::SubIOp::create(b, rows, arith::RemUIOp::create(b, rows, sumBlock));
+  int64_t height = w.out % kRowBlock == 0 ? kRowBlock : 1;
+  SmallVector<linalg::LinalgOp> ops;
+  auto blocks = scf::ForallOp::create(
+      b, ArrayRef<OpFoldResult>{b.getIndexAttr(w.out / height)}, ValueRange{},
+      std::nullopt);
+  b.setInsertionPoint(blocks.getBody()->getTerminator());
+  Value o0 = arith::MulIOp::create(b, blocks.getInductionVars()[0],
+                                   arith::ConstantIndexOp::create(b, height));
+  Value acc =
+      memref::AllocaOp::create(b, MemRefType::get({height, w.in}, elementType));
+  Value out = blockOf(b, w.dw, o0, zero, height, w.in);
+  ops.push_back(linalg::CopyOp::create(b, ValueRange{out}, ValueRange{acc}));
+  auto sum = scf::ForOp::create(b, zero, whole, sumBlock);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(sum.getBody()->getTerminator());
+    Value r0 = sum.getInductionVar();
+    ops.push_back(transposedProduct(b, blockOf(b, g, r0, o0, kSumBlock, height),
+                                    blockOf(b, x, r0, zero, kSumBlock, w.in),
+                                    acc));
+  }
+  auto rest = scf::ForOp::create(b, whole, rows, one);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(rest.getBody()->getTerminator());
+    Value r = rest.getInductionVar();
+    ops.push_back(transposedProduct(b, blockOf(b, g, r, o0, 1, height),
+                                    blockOf(b, x, r, zero, 1, w.in), acc));
+  }
+  ops.push_back(linalg::CopyOp::create(b, ValueRange{acc}, ValueRange{out}));
   op.erase();
   return ops;
 }
@@ -166,18 +301,25 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
 struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, DenseProduct>> dense;
+    SmallVector<std::pair<linalg::GenericOp, WeightGradient>> gradients;
     getOperation()->walk([&](linalg::GenericOp op) {
       if (isInsideKernel(op))
         return;
       if (std::optional<DenseProduct> p = matchDenseProduct(op))
         dense.emplace_back(op, *p);
+      else if (std::optional<WeightGradient> w = matchWeightGradient(op))
+        gradients.emplace_back(op, *w);
     });
-    IRRewriter rewriter(&getContext());
+    SmallVector<linalg::LinalgOp> blocks;
     for (auto &[op, p] : dense)
-      for (linalg::LinalgOp block : splitIntoRowBlocks(op, p))
-        if (failed(tileAndVectorize(rewriter, block)))
-          return signalPassFailure();
-    if (!dense.empty() && failed(lowerVectors(getOperation())))
+      llvm::append_range(blocks, splitIntoRowBlocks(op, p));
+    for (auto &[op, w] : gradients)
+      llvm::append_range(blocks, splitWeightGradient(op, w));
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp block : blocks)
+      if (failed(tileAndVectorize(rewriter, block)))
+        return signalPassFailure();
+    if (!blocks.empty() && failed(lowerVectors(getOperation())))
       return signalPassFailure();
   }
 };

@@ -35,11 +35,19 @@ func.func @projection(%x: memref<?x2x32xf32>, %w: memref<16x32xf32>,
 
 // -----
 
-// Other contractions (here dW = dy^T x, reducing over the rows) are left
-// to the loops.
+// A weight gradient dW = dy^T x sums over the rows: 8 rows of dW a block
+// (an scf.forall over 16 / 8 blocks, on every core), each summing 64 rows at
+// a time, then the rest one at a time, with dy read transposed; the 8 x 32
+// accumulator stays in registers across the sum.
 // CHECK-LABEL: func @weight_gradient
-// CHECK: linalg.generic
-// CHECK-NOT: vector.fma
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: memref.alloca() : memref<8x32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c64 iter_args(%{{.*}}) -> (vector<8x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// CHECK: scf.for
+// CHECK: vector.fma
+// CHECK-NOT: linalg.generic
 func.func @weight_gradient(%dy: memref<?x16xf32>, %x: memref<?x32xf32>,
                            %dw: memref<16x32xf32>) {
   linalg.generic {
@@ -49,6 +57,32 @@ func.func @weight_gradient(%dy: memref<?x16xf32>, %x: memref<?x32xf32>,
       iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%dy, %x : memref<?x16xf32>, memref<?x32xf32>)
       outs(%dw : memref<16x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The input gradient dx[r, i] += dy[r, o] W[o, i] is the projection's product
+// with W already [in, out]: no transposed copy, rows 8 at a time.
+// CHECK-LABEL: func @input_gradient
+// CHECK-NOT: linalg.transpose
+// CHECK: scf.forall
+// CHECK: vector.fma
+// CHECK-NOT: linalg.generic
+func.func @input_gradient(%dy: memref<?x16xf32>, %w: memref<16x32xf32>,
+                          %dx: memref<?x32xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(r, i, o) -> (r, o)>,
+                       affine_map<(r, i, o) -> (o, i)>,
+                       affine_map<(r, i, o) -> (r, i)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %w : memref<?x16xf32>, memref<16x32xf32>)
+      outs(%dx : memref<?x32xf32>) {
   ^bb0(%a: f32, %c: f32, %acc: f32):
     %p = arith.mulf %a, %c : f32
     %s = arith.addf %acc, %p : f32
