@@ -105,14 +105,21 @@ Value collapseRows(ImplicitLocOpBuilder &b, Value buffer) {
   return memref::CollapseShapeOp::create(b, buffer, groups);
 }
 
-/// The static [height, width] block of the rows [m0, m0 + height).
-Value rowsOf(ImplicitLocOpBuilder &b, Value buffer, Value m0, int64_t height,
-             int64_t width) {
-  SmallVector<OpFoldResult> offsets = {m0, b.getIndexAttr(0)};
+/// The static [height, width] block of a 2-D buffer at (r0, c0).
+Value blockOf(ImplicitLocOpBuilder &b, Value buffer, Value r0, Value c0,
+              int64_t height, int64_t width) {
+  SmallVector<OpFoldResult> offsets = {r0, c0};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(height),
                                      b.getIndexAttr(width)};
   SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
   return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
+}
+
+/// The static [height, width] block of the rows [m0, m0 + height).
+Value rowsOf(ImplicitLocOpBuilder &b, Value buffer, Value m0, int64_t height,
+             int64_t width) {
+  return blockOf(b, buffer, m0, arith::ConstantIndexOp::create(b, 0), height,
+                 width);
 }
 
 /// y[m0 .. m0 + height) += x[m0 .. m0 + height) W^T, a static product. The
@@ -219,16 +226,6 @@ std::optional<WeightGradient> matchWeightGradient(linalg::GenericOp op) {
   w.out = type.getDimSize(0);
   w.in = type.getDimSize(1);
   return w;
-}
-
-/// The static [height, width] block of a 2-D buffer at (r0, c0).
-Value blockOf(ImplicitLocOpBuilder &b, Value buffer, Value r0, Value c0,
-              int64_t height, int64_t width) {
-  SmallVector<OpFoldResult> offsets = {r0, c0};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(height),
-                                     b.getIndexAttr(width)};
-  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
-  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
 }
 
 /// acc += lhs^T rhs: lhs [k, m] read transposed, rhs [k, n].
