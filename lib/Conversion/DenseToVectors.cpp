@@ -51,6 +51,15 @@ struct DenseProduct {
   bool wIsTransposed = false;
 };
 
+/// Whether every buffer has the identity layout (so that its leading
+/// dimensions collapse into rows) and `weight` a static shape.
+bool plainBuffers(std::initializer_list<Value> buffers, Value weight) {
+  for (Value v : buffers)
+    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
+      return false;
+  return cast<MemRefType>(weight.getType()).hasStaticShape();
+}
+
 std::optional<DenseProduct> matchDenseProduct(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
@@ -84,12 +93,9 @@ std::optional<DenseProduct> matchDenseProduct(linalg::GenericOp op) {
                  0,
                  0,
                  transposed};
-  for (Value v : {p.x, p.w, p.y})
-    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
-      return std::nullopt;
-  auto wType = cast<MemRefType>(p.w.getType());
-  if (!wType.hasStaticShape())
+  if (!plainBuffers({p.x, p.w, p.y}, p.w))
     return std::nullopt;
+  auto wType = cast<MemRefType>(p.w.getType());
   p.out = wType.getDimSize(transposed ? 1 : 0);
   p.in = wType.getDimSize(transposed ? 0 : 1);
   return p;
@@ -155,7 +161,6 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
       memref::AllocaOp::create(b, MemRefType::get({1, p.out}, elementType));
   Value x = collapseRows(b, p.x), y = collapseRows(b, p.y);
   Value rows = memref::DimOp::create(b, x, 0);
-  Value zero = arith::ConstantIndexOp::create(b, 0);
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value blockRows = arith::ConstantIndexOp::create(b, kRowBlock);
   Value whole = arith::SubIOp::create(
@@ -217,12 +222,9 @@ std::optional<WeightGradient> matchWeightGradient(linalg::GenericOp op) {
     return std::nullopt;
   WeightGradient w{op.getDpsInputs()[0], op.getDpsInputs()[1],
                    op.getDpsInits()[0], 0, 0};
-  for (Value v : {w.g, w.x, w.dw})
-    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
-      return std::nullopt;
-  auto type = cast<MemRefType>(w.dw.getType());
-  if (!type.hasStaticShape())
+  if (!plainBuffers({w.g, w.x, w.dw}, w.dw))
     return std::nullopt;
+  auto type = cast<MemRefType>(w.dw.getType());
   w.out = type.getDimSize(0);
   w.in = type.getDimSize(1);
   return w;

@@ -51,19 +51,18 @@ void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value c,
   tiles.transpose(ds, dsT);
   Value dy = tiles.tile(buf.dyw, {b, h, t0, v0}, chunk, block);
   Value du = tiles.tile(buf.du, {b, h, t0, v0}, chunk, block);
-  tiles.product(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), dy, du,
-                Transposed::Lhs);
-  tiles.product(tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature), dsT, du,
+  tiles.product(chunkRows(buf.pq, b, h, t0, chunk), dy, du, Transposed::Lhs);
+  tiles.product(chunkRows(buf.kf, b, h, t0, dFeature), dsT, du,
                 Transposed::None, /*accumulate=*/true);
   tiles.copy(ds,
              tiles.tile(buf.dChunkEnds, {b, h, c, v0, zero}, block, dFeature));
-  tiles.product(dy, tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature), ds,
-                Transposed::Lhs, /*accumulate=*/true);
+  tiles.product(dy, chunkRows(buf.qf, b, h, t0, dFeature), ds, Transposed::Lhs,
+                /*accumulate=*/true);
   if (!config.isDelta())
     return;
   Value written = tiles.tile(buf.dsWritten, {b, h, v0, zero}, block, dFeature);
-  tiles.product(du, tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature),
-                written, Transposed::Lhs);
+  tiles.product(du, chunkRows(buf.wt, b, h, t0, dFeature), written,
+                Transposed::Lhs);
   tiles.subtract(ds, written, ds);
 }
 
@@ -94,12 +93,11 @@ void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
                                 Value len) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           dValue = config.dValue;
-  Value zero = e.index(0);
   auto rows = [&](Value buffer, int64_t width) {
-    return tiles.tile(buffer, {b, h, t0, zero}, chunk, width);
+    return chunkRows(buffer, b, h, t0, width);
   };
   auto perChunk = [&](Value buffer, int64_t r, int64_t cols) {
-    return tiles.tile(buffer, {b, h, c, zero, zero}, r, cols);
+    return chunkMatrix(buffer, b, h, c, r, cols);
   };
   Value dy = rows(buf.dyw, dValue), u = rows(buf.u, dValue),
         q = rows(buf.qf, dFeature), k = rows(buf.kf, dFeature),
@@ -133,23 +131,21 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
                                      Value len) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           dValue = config.dValue;
-  Value zero = e.index(0);
   auto rows = [&](Value buffer, int64_t width) {
-    return tiles.tile(buffer, {b, h, t0, zero}, chunk, width);
+    return chunkRows(buffer, b, h, t0, width);
   };
   Value du = rows(buf.du, dValue), dwt = rows(buf.dwt, dFeature),
         da = rows(buf.da, chunk), a = rows(buf.a, chunk),
         k = rows(buf.kf, dFeature), v = rows(buf.vt, dValue),
         beta = tiles.tile(buf.bt, {b, h, t0}, chunk);
-  tiles.product(
-      du, tiles.tile(buf.chunkStates, {b, h, c, zero, zero}, dValue, dFeature),
-      dwt);
+  tiles.product(du, chunkMatrix(buf.chunkStates, b, h, c, dValue, dFeature),
+                dwt);
   tiles.negate(dwt);
-  Value valuesT = tiles.tile(buf.valuesT, {b, h, c, zero, zero}, dValue, chunk);
+  Value valuesT = chunkMatrix(buf.valuesT, b, h, c, dValue, chunk);
   tiles.transpose(v, valuesT);
   tiles.product(du, valuesT, da);
-  tiles.product(dwt, tiles.tile(buf.kt, {b, h, c, zero, zero}, dFeature, chunk),
-                da, Transposed::None, /*accumulate=*/true);
+  tiles.product(dwt, chunkMatrix(buf.kt, b, h, c, dFeature, chunk), da,
+                Transposed::None, /*accumulate=*/true);
   tiles.scaleColumns(da, beta, da);
   // A^T X: A is unit lower triangular and zero above its diagonal.
   Value atdu = rows(buf.atdu, dValue), atdwt = rows(buf.atdwt, dFeature),

@@ -102,6 +102,20 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
   emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, t0);
 }
 
+/// The chunk's C x width tile of the workspace `buffer` ([B, H, T', *]).
+Value ScanKernels::chunkRows(Value buffer, Value b, Value h, Value t0,
+                             int64_t width) {
+  return tiles.tile(buffer, {b, h, t0, e.index(0)}, config.chunk, width);
+}
+
+/// Chunk c's rows x cols matrix of the per-chunk `buffer`
+/// ([B, H, chunks, rows, cols]).
+Value ScanKernels::chunkMatrix(Value buffer, Value b, Value h, Value c,
+                               int64_t rows, int64_t cols) {
+  Value zero = e.index(0);
+  return tiles.tile(buffer, {b, h, c, zero, zero}, rows, cols);
+}
+
 /// Whole chunks (all but perhaps the last) move between the inputs or
 /// outputs and the workspace as tiles; a partial chunk, element by element
 /// with masking at the sequence end.

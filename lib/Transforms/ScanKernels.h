@@ -112,6 +112,9 @@ private:
   std::pair<Value, Value> chunkSpan(Value c, Value seqLen);
   void ifWholeChunk(Value len, function_ref<void()> whole,
                     function_ref<void()> partial);
+  Value chunkRows(Value buffer, Value b, Value h, Value t0, int64_t width);
+  Value chunkMatrix(Value buffer, Value b, Value h, Value c, int64_t rows,
+                    int64_t cols);
 
   // DPFP, on the raw row src[t, b, h, :].
   Value dpfpInput(Value src, ValueRange row, Value j);
