@@ -9,4 +9,13 @@ if ! "$py" -c "import torch, numpy, pytest" 2> /dev/null; then
   echo "no PyTorch, numpy or pytest for $py (scripts/install-deps.sh installs them)"
   exit 77
 fi
+# A libfwp.so built with AddressSanitizer (make sanitize) loads into a
+# Python only with the sanitizers' runtimes preloaded.
+if [[ -n "${FWP_LIBRARY:-}" ]]; then
+  runtimes=$(ldd "$FWP_LIBRARY" 2> /dev/null |
+    awk '/lib(asan|ubsan)\.so/ { print $3 }' | paste -sd:)
+  [[ -n "$runtimes" ]] && export LD_PRELOAD="$runtimes${LD_PRELOAD:+:$LD_PRELOAD}"
+fi
+# The package from this checkout (python/fwp).
+export PYTHONPATH="$(cd "$(dirname "$0")/../.." && pwd)/python${PYTHONPATH:+:$PYTHONPATH}"
 exec "$py" -m pytest -q -p no:cacheprovider "$(dirname "$0")"

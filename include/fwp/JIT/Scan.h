@@ -1,0 +1,120 @@
+//===- Scan.h - The bare fast-weight scan, compiled -------------*- C++ -*-===//
+//
+// One `fwp.scan` and its `fwp.scan_grad`, compiled for the host through the
+// same fwp-to-cpu pipeline as the whole module: what a framework calls when
+// it brings its own projections (the Python package's fwp.delta_rule, fla's
+// chunk_delta_rule):
+//
+//   fwp::jit::ScanDesc desc;
+//   desc.dInput = 16; desc.dValue = 16; desc.nu = 1;   // DPFP fused
+//   auto scan = fwp::jit::compileScan(desc);            // once per process
+//   scan->forward(T, B, H, q, k, v, beta, initial, y, finalState);
+//
+// Layouts are those of the dialect (row-major):
+//   q, k, dq, dk        [T, B, H, dInput]
+//   v, y, dy, dv        [T, B, H, dValue]
+//   beta, dbeta         [T, B, H]            (delta rule only)
+//   initial, finalState,
+//   dFinalState, dInitial [B, H, dValue, D]   D = dFeature()
+// Buffers hold elements of desc.dtype (bf16 and f16 as 16-bit patterns,
+// computed in float32). The sequence length, batch and heads are not part
+// of the description: one compiled scan serves them all.
+//
+// Scans are compiled in memory, once per description and process; unlike
+// the whole module they do not go through the disk cache yet.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_JIT_SCAN_H
+#define FWP_JIT_SCAN_H
+
+#include "fwp/JIT/JIT.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace fwp::jit {
+
+struct ScanDesc {
+  Rule rule = Rule::Delta;
+  DType dtype = DType::F64;
+  int64_t dInput = 1; // width of the q and k rows the scans read
+  int64_t dValue = 1;
+  /// > 0: DPFP fused into the scans (`dpfp(nu = .., eps = ..)`), q and k
+  /// are raw vectors; 0: q and k are already features.
+  int64_t nu = 0;
+  double eps = 1e-6;
+  int64_t chunkSize = 64;
+  bool initial = false;     // both scans take an initial state
+  bool dFinalState = false; // fwp.scan_grad takes d_final_state
+
+  int64_t dFeature() const { return nu > 0 ? 2 * dInput * nu : dInput; }
+
+  /// Throws std::invalid_argument naming the first field out of range.
+  void validate() const;
+
+  /// One line naming every field, e.g. "scan f32 delta d_in=16 d_v=16 nu=1
+  /// eps=1e-06 chunk=64 initial d_final"; a cache key as well as a message.
+  std::string str() const;
+};
+
+/// A compiled scan. Immutable: forward() and backward() may be called from
+/// several threads at once.
+class CompiledScan {
+public:
+  virtual ~CompiledScan() = default;
+
+  const ScanDesc &desc() const { return desc_; }
+
+  /// y and the final state of fwp.scan. `beta` is read for the delta rule
+  /// only, `initial` only if the description has one (both may be null
+  /// otherwise). Sizes may be 0: then nothing is read but the initial state,
+  /// and the final state is the initial one (or zero). Throws
+  /// std::invalid_argument for negative sizes or a null buffer that would
+  /// be read or written.
+  void forward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
+               const void *k, const void *v, const void *beta,
+               const void *initial, void *y, void *finalState) const;
+
+  /// dq, dk, dv, dbeta (delta rule only; may be null for the sum rule) and
+  /// the initial state's gradient, from fwp.scan_grad. `dFinalState` is
+  /// read only if the description has one. Checks as forward() does.
+  void backward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
+                const void *k, const void *v, const void *beta,
+                const void *initial, const void *dy, const void *dFinalState,
+                void *dq, void *dk, void *dv, void *dbeta,
+                void *dInitial) const;
+
+  double compileSeconds = 0;
+
+protected:
+  explicit CompiledScan(const ScanDesc &desc) : desc_(desc) {}
+
+  virtual void runForward(int64_t seqLen, int64_t batch, int64_t heads,
+                          const void *q, const void *k, const void *v,
+                          const void *beta, const void *initial, void *y,
+                          void *finalState) const = 0;
+  virtual void runBackward(int64_t seqLen, int64_t batch, int64_t heads,
+                           const void *q, const void *k, const void *v,
+                           const void *beta, const void *initial,
+                           const void *dy, const void *dFinalState, void *dq,
+                           void *dk, void *dv, void *dbeta,
+                           void *dInitial) const = 0;
+
+private:
+  ScanDesc desc_;
+};
+
+/// The scan for `desc`, or the one compiled earlier in this process for an
+/// equal description. Thread-safe. Throws std::invalid_argument for an
+/// invalid description, std::runtime_error with the diagnostics if
+/// compiling fails (nothing is kept then).
+std::shared_ptr<const CompiledScan> compileScan(const ScanDesc &desc);
+
+/// A scan of its own for `desc` (each call compiles).
+std::unique_ptr<CompiledScan> compileScanUncached(const ScanDesc &desc);
+
+} // namespace fwp::jit
+
+#endif // FWP_JIT_SCAN_H

@@ -1,0 +1,224 @@
+//===- CApi.cpp - fwp's C ABI over the JIT --------------------------------===//
+//
+// Every entry point catches what the JIT throws and turns it into a status
+// and a thread-local message: no C++ exception may cross the C boundary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/CApi.h"
+
+#include "fwp/JIT/JIT.h"
+#include "fwp/JIT/Scan.h"
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct fwp_attention {
+  std::shared_ptr<const fwp::jit::CompiledAttention> kernel;
+  std::string description;
+};
+
+struct fwp_scan {
+  std::shared_ptr<const fwp::jit::CompiledScan> scan;
+  std::string description;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+void fail(const std::string &message) { lastError = message; }
+
+/// Runs `body`, returning 0, or 1 with the message of what it threw.
+template <typename F> int guarded(const char *what, F &&body) {
+  try {
+    body();
+    return 0;
+  } catch (const std::exception &e) {
+    fail(std::string(what) + ": " + e.what());
+  } catch (...) {
+    fail(std::string(what) + ": unknown error");
+  }
+  return 1;
+}
+
+std::string quoted(const char *name) {
+  return name ? "'" + std::string(name) + "'" : std::string("NULL");
+}
+
+fwp::jit::Backend parseBackend(const char *name) {
+  if (name && !std::strcmp(name, "cpu"))
+    return fwp::jit::Backend::Cpu;
+  if (name && !std::strcmp(name, "cuda"))
+    return fwp::jit::Backend::Cuda;
+  throw std::invalid_argument("backend " + quoted(name) +
+                              ", expected 'cpu' or 'cuda'");
+}
+
+fwp::jit::DType parseDType(const char *name) {
+  if (name)
+    if (auto dtype = fwp::rt::parseDType(name))
+      return *dtype;
+  throw std::invalid_argument("dtype " + quoted(name) +
+                              ", expected 'f32', 'f64', 'bf16' or 'f16'");
+}
+
+fwp::jit::Rule parseRule(const char *name) {
+  if (name && !std::strcmp(name, "delta"))
+    return fwp::jit::Rule::Delta;
+  if (name && !std::strcmp(name, "sum"))
+    return fwp::jit::Rule::Sum;
+  throw std::invalid_argument("rule " + quoted(name) +
+                              ", expected 'delta' or 'sum'");
+}
+
+/// `state`, or a zero state of the scan's size where it is null.
+const void *stateOrZero(const fwp::jit::ScanDesc &desc, int64_t batch,
+                        int64_t heads, const void *state,
+                        std::vector<char> &zeros) {
+  if (state || batch <= 0 || heads <= 0)
+    return state;
+  int64_t elements = 0;
+  if (__builtin_mul_overflow(batch, heads, &elements) ||
+      __builtin_mul_overflow(elements, desc.dValue * desc.dFeature(),
+                             &elements) ||
+      elements > (int64_t(1) << 40))
+    throw std::invalid_argument("B = " + std::to_string(batch) +
+                                ", H = " + std::to_string(heads) +
+                                ": the state would be too large");
+  zeros.assign(static_cast<size_t>(elements) * fwp::rt::dtypeBytes(desc.dtype),
+               0);
+  return zeros.data();
+}
+
+} // namespace
+
+extern "C" {
+
+int fwp_capi_version(void) { return FWP_CAPI_VERSION; }
+
+const char *fwp_last_error(void) { return lastError.c_str(); }
+
+fwp_attention *fwp_attention_create(const char *backend, const char *dtype,
+                                    const char *rule, int64_t heads,
+                                    int64_t d_head, int64_t nu, double eps,
+                                    int64_t chunk_size) {
+  std::unique_ptr<fwp_attention> attention;
+  int status = guarded("fwp_attention_create", [&] {
+    fwp::jit::KernelDesc desc;
+    desc.backend = parseBackend(backend);
+    desc.dtype = parseDType(dtype);
+    desc.rule = parseRule(rule);
+    desc.heads = heads;
+    desc.dHead = d_head;
+    desc.nu = nu;
+    desc.eps = eps;
+    if (chunk_size != 0)
+      desc.chunkSize = chunk_size;
+    auto kernel = fwp::jit::compile(desc); // validates; compiles nothing yet
+    attention.reset(new fwp_attention{kernel, desc.str()});
+  });
+  return status ? nullptr : attention.release();
+}
+
+void fwp_attention_destroy(fwp_attention *attention) { delete attention; }
+
+const char *fwp_attention_describe(const fwp_attention *attention) {
+  return attention ? attention->description.c_str() : "";
+}
+
+int fwp_attention_forward(const fwp_attention *attention, int64_t seq_len,
+                          int64_t batch, const void *x, const void *w_q,
+                          const void *w_k, const void *w_v, const void *w_beta,
+                          const void *w_o, const void *b_o, void *y) {
+  return guarded("fwp_attention_forward", [&] {
+    if (!attention)
+      throw std::invalid_argument("the module is NULL");
+    attention->kernel->forward(seq_len, batch, x, w_q, w_k, w_v, w_beta, w_o,
+                               b_o, y);
+  });
+}
+
+int fwp_attention_backward(const fwp_attention *attention, int64_t seq_len,
+                           int64_t batch, const void *x, const void *w_q,
+                           const void *w_k, const void *w_v, const void *w_beta,
+                           const void *w_o, const void *b_o, const void *dy,
+                           void *dx, void *dw_q, void *dw_k, void *dw_v,
+                           void *dw_beta, void *dw_o, void *db_o) {
+  return guarded("fwp_attention_backward", [&] {
+    if (!attention)
+      throw std::invalid_argument("the module is NULL");
+    attention->kernel->backward(seq_len, batch, x, w_q, w_k, w_v, w_beta, w_o,
+                                b_o, dy, dx, dw_q, dw_k, dw_v, dw_beta, dw_o,
+                                db_o);
+  });
+}
+
+fwp_scan *fwp_scan_create(const char *dtype, const char *rule, int64_t d_input,
+                          int64_t d_value, int64_t nu, double eps,
+                          int64_t chunk_size) {
+  std::unique_ptr<fwp_scan> scan;
+  int status = guarded("fwp_scan_create", [&] {
+    fwp::jit::ScanDesc desc;
+    desc.dtype = parseDType(dtype);
+    desc.rule = parseRule(rule);
+    desc.dInput = d_input;
+    desc.dValue = d_value;
+    desc.nu = nu;
+    desc.eps = eps;
+    if (chunk_size != 0)
+      desc.chunkSize = chunk_size;
+    // One compiled form for every call: a null state is passed as zeros.
+    desc.initial = true;
+    desc.dFinalState = true;
+    auto compiled = fwp::jit::compileScan(desc);
+    scan.reset(new fwp_scan{compiled, desc.str()});
+  });
+  return status ? nullptr : scan.release();
+}
+
+void fwp_scan_destroy(fwp_scan *scan) { delete scan; }
+
+const char *fwp_scan_describe(const fwp_scan *scan) {
+  return scan ? scan->description.c_str() : "";
+}
+
+int fwp_scan_forward(const fwp_scan *scan, int64_t seq_len, int64_t batch,
+                     int64_t heads, const void *q, const void *k, const void *v,
+                     const void *beta, const void *initial_state, void *y,
+                     void *final_state) {
+  return guarded("fwp_scan_forward", [&] {
+    if (!scan)
+      throw std::invalid_argument("the scan is NULL");
+    std::vector<char> zeros;
+    const auto &s = *scan->scan;
+    s.forward(seq_len, batch, heads, q, k, v, beta,
+              stateOrZero(s.desc(), batch, heads, initial_state, zeros), y,
+              final_state);
+  });
+}
+
+int fwp_scan_backward(const fwp_scan *scan, int64_t seq_len, int64_t batch,
+                      int64_t heads, const void *q, const void *k,
+                      const void *v, const void *beta,
+                      const void *initial_state, const void *dy,
+                      const void *d_final_state, void *dq, void *dk, void *dv,
+                      void *dbeta, void *d_initial_state) {
+  return guarded("fwp_scan_backward", [&] {
+    if (!scan)
+      throw std::invalid_argument("the scan is NULL");
+    std::vector<char> zeroInitial, zeroFinal;
+    const auto &s = *scan->scan;
+    s.backward(seq_len, batch, heads, q, k, v, beta,
+               stateOrZero(s.desc(), batch, heads, initial_state, zeroInitial),
+               dy,
+               stateOrZero(s.desc(), batch, heads, d_final_state, zeroFinal),
+               dq, dk, dv, dbeta, d_initial_state);
+  });
+}
+
+} // extern "C"

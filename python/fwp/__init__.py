@@ -1,0 +1,22 @@
+"""fwp: fast-weight attention on compiled kernels, for PyTorch.
+
+    import fwp
+    layer = fwp.nn.FastWeightsAttention(heads=4, d_model=64,
+                                        dropout_prob=0.0, phi=fwp.nn.DPFP(1))
+    y = layer(x)            # x: [seq_len, batch, d_model]; y.backward(...)
+
+`fwp.attention(x, w_q, w_k, w_v, w_beta, w_o, b_o, heads=...)` is the same
+module as a function; `fwp.delta_rule(q, k, v, beta, dpfp=fwp.DPFP(1))` is
+the bare scan with fla's interface (states, packed sequences) and
+`fwp.delta_rule_step` one step of it, for decoding. Kernels are compiled on first use by libfwp.so (the
+fwp build's C ABI) and kept in fwp's disk cache (~/.cache/fwp).
+"""
+
+from . import nn
+from ._attention import attention
+from ._capi import LibraryNotFound
+from ._scan import delta_rule, delta_rule_step
+from .nn import DPFP
+
+__all__ = ["attention", "delta_rule", "delta_rule_step", "DPFP", "nn",
+           "LibraryNotFound"]

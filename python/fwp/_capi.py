@@ -1,0 +1,122 @@
+"""ctypes binding of fwp's C ABI (include/fwp/CApi.h), loaded once.
+
+libfwp.so is looked for, in order: at $FWP_LIBRARY; in the build tree this
+package sits in (build/lib of the repository); on the system's library path.
+It holds the compiler as well as the runtime, so it needs the MLIR and LLVM
+22 shared libraries (scripts/install-deps.sh installs them).
+"""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+
+EXPECTED_VERSION = 1
+
+_lock = threading.Lock()
+_library = None
+
+
+class LibraryNotFound(ImportError):
+    """libfwp.so, or a library it needs, could not be loaded."""
+
+
+def _candidates():
+    explicit = os.environ.get("FWP_LIBRARY")
+    if explicit:
+        return [explicit]
+    here = os.path.dirname(os.path.abspath(__file__))
+    repository = os.path.dirname(os.path.dirname(here))
+    paths = [os.path.join(repository, "build", "lib", "libfwp.so")]
+    found = ctypes.util.find_library("fwp")
+    if found:
+        paths.append(found)
+    return paths
+
+
+def _declare(lib):
+    p, i64, cstr = ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p
+    lib.fwp_capi_version.restype = ctypes.c_int
+    lib.fwp_capi_version.argtypes = []
+    lib.fwp_last_error.restype = cstr
+    lib.fwp_last_error.argtypes = []
+    lib.fwp_attention_create.restype = p
+    lib.fwp_attention_create.argtypes = [cstr, cstr, cstr, i64, i64, i64,
+                                         ctypes.c_double, i64]
+    lib.fwp_attention_destroy.restype = None
+    lib.fwp_attention_destroy.argtypes = [p]
+    lib.fwp_attention_describe.restype = cstr
+    lib.fwp_attention_describe.argtypes = [p]
+    lib.fwp_attention_forward.restype = ctypes.c_int
+    lib.fwp_attention_forward.argtypes = [p, i64, i64] + [p] * 8
+    lib.fwp_attention_backward.restype = ctypes.c_int
+    lib.fwp_attention_backward.argtypes = [p, i64, i64] + [p] * 15
+    lib.fwp_scan_create.restype = p
+    lib.fwp_scan_create.argtypes = [cstr, cstr, i64, i64, i64,
+                                    ctypes.c_double, i64]
+    lib.fwp_scan_destroy.restype = None
+    lib.fwp_scan_destroy.argtypes = [p]
+    lib.fwp_scan_describe.restype = cstr
+    lib.fwp_scan_describe.argtypes = [p]
+    lib.fwp_scan_forward.restype = ctypes.c_int
+    lib.fwp_scan_forward.argtypes = [p, i64, i64, i64] + [p] * 7
+    lib.fwp_scan_backward.restype = ctypes.c_int
+    lib.fwp_scan_backward.argtypes = [p, i64, i64, i64] + [p] * 12
+
+
+def library():
+    """The loaded libfwp.so; raises LibraryNotFound saying what is missing."""
+    global _library
+    with _lock:
+        if _library is not None:
+            return _library
+        tried = []
+        for path in _candidates():
+            if os.path.sep in path and not os.path.exists(path):
+                tried.append(f"{path} (no such file)")
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as error:
+                tried.append(f"{path} ({error})")
+                continue
+            _declare(lib)
+            version = lib.fwp_capi_version()
+            if version != EXPECTED_VERSION:
+                tried.append(f"{path} (C ABI version {version}, this package "
+                             f"needs {EXPECTED_VERSION})")
+                continue
+            _library = lib
+            return lib
+        raise LibraryNotFound(
+            "fwp: cannot load libfwp.so, the compiler and runtime this "
+            "package calls; tried: " + "; ".join(tried) + ". Build it with "
+            "`make build` in the fwp repository (it needs the MLIR/LLVM 22 "
+            "libraries that scripts/install-deps.sh installs), or set "
+            "FWP_LIBRARY to its path.")
+
+
+def check(status):
+    """Raises RuntimeError with the C ABI's message if `status` is not 0."""
+    if status != 0:
+        message = library().fwp_last_error().decode(errors="replace")
+        raise RuntimeError(f"fwp: {message}")
+
+
+class Handle:
+    """An object of the C ABI (fwp_attention, fwp_scan), made by the C
+    function `create` from `args` and freed by `destroy` once collected.
+    An invalid description raises ValueError with the C ABI's message."""
+
+    def __init__(self, create, destroy, *args):
+        lib = library()
+        handle = getattr(lib, create)(*args)
+        if not handle:
+            message = lib.fwp_last_error().decode(errors="replace")
+            raise ValueError(f"fwp: {message}")
+        self.lib, self.handle = lib, handle
+        self._destroy = getattr(lib, destroy)
+
+    def __del__(self):
+        if getattr(self, "handle", None):
+            self._destroy(self.handle)

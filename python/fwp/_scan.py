@@ -1,0 +1,261 @@
+"""The bare fast-weight scan, fla-style: `delta_rule` and `delta_rule_step`.
+
+Public layouts are fla's: q, k [B, T, H, K], v and o [B, T, H, V], beta
+[B, T, H], states [B, H, D, V] (D = K, or 2 K nu with DPFP). The kernels
+read steps first ([T, B, H, *]) and keep the state as [B, H, V, D]
+(docs/delta-rule-math.md): with B = 1 (and so with cu_seqlens) the
+sequences go to the kernels in place; with B > 1 they are transposed
+into a copy first (the state, small, always is).
+"""
+
+import threading
+
+import torch
+
+from . import _capi
+from ._attention import _DTYPES, RULES
+from .nn import DPFP
+
+_scans = {}
+_scans_lock = threading.Lock()
+
+
+class _Scan(_capi.Handle):
+    """One compiled scan description (fwp_scan); kept for the process."""
+
+    def __init__(self, dtype, rule, d_input, d_value, nu, eps, chunk):
+        super().__init__("fwp_scan_create", "fwp_scan_destroy",
+                         dtype.encode(), rule.encode(), d_input, d_value, nu,
+                         eps, chunk)
+
+    def forward(self, steps, batch, heads, q, k, v, beta, initial, y, final):
+        _capi.check(self.lib.fwp_scan_forward(
+            self.handle, steps, batch, heads, _ptr(q), _ptr(k), _ptr(v),
+            _ptr(beta), _ptr(initial), _ptr(y), _ptr(final)))
+
+    def backward(self, steps, batch, heads, inputs, dy, d_final, grads):
+        q, k, v, beta, initial = inputs
+        dq, dk, dv, dbeta, d_initial = grads
+        _capi.check(self.lib.fwp_scan_backward(
+            self.handle, steps, batch, heads, _ptr(q), _ptr(k), _ptr(v),
+            _ptr(beta), _ptr(initial), _ptr(dy), _ptr(d_final), _ptr(dq),
+            _ptr(dk), _ptr(dv), _ptr(dbeta), _ptr(d_initial)))
+
+
+def _ptr(t):
+    return None if t is None else t.data_ptr()
+
+
+def _scan(dtype, rule, d_input, d_value, nu, eps, chunk):
+    key = (_DTYPES[dtype], rule, d_input, d_value, nu, eps, chunk)
+    with _scans_lock:
+        scan = _scans.get(key)
+        if scan is None:
+            scan = _scans[key] = _Scan(*key)
+        return scan
+
+
+def _rows(t, start, end):
+    """Steps start..end of a steps-first tensor (a view: no copy)."""
+    return None if t is None else t[start:end]
+
+
+def _state(t, index, batch):
+    """The states of `batch` sequences from index on (a view)."""
+    return None if t is None else t[index:index + batch]
+
+
+class _ScanFunction(torch.autograd.Function):
+    """The scan on steps-first tensors, over `segments` (start, end, state
+    index, batch): one kernel call each."""
+
+    @staticmethod
+    def forward(ctx, scan, segments, q, k, v, beta, initial, states):
+        ctx.set_materialize_grads(False)
+        steps, batch, heads, _ = v.shape
+        y = v.new_empty(v.shape)
+        final = v.new_empty(states)
+        for start, end, index, size in segments:
+            scan.forward(end - start, size, heads, _rows(q, start, end),
+                         _rows(k, start, end), _rows(v, start, end),
+                         _rows(beta, start, end), _state(initial, index, size),
+                         _rows(y, start, end), _state(final, index, size))
+        ctx.scan, ctx.segments, ctx.states = scan, segments, states
+        ctx.save_for_backward(q, k, v, beta, initial)
+        return y, final
+
+    @staticmethod
+    def backward(ctx, dy, d_final):
+        q, k, v, beta, initial = ctx.saved_tensors
+        heads = v.shape[2]
+        dy = torch.zeros_like(v) if dy is None else dy.contiguous()
+        if d_final is not None:
+            d_final = d_final.contiguous()
+        grads = [torch.empty_like(q), torch.empty_like(k),
+                 torch.empty_like(v),
+                 None if beta is None else torch.empty_like(beta),
+                 v.new_empty(ctx.states)]  # written even with no initial
+        for start, end, index, size in ctx.segments:
+            inputs = [_rows(q, start, end), _rows(k, start, end),
+                      _rows(v, start, end), _rows(beta, start, end),
+                      _state(initial, index, size)]
+            out = [_rows(g, start, end) for g in grads[:4]]
+            out.append(_state(grads[4], index, size))
+            ctx.scan.backward(end - start, size, heads, inputs,
+                              _rows(dy, start, end),
+                              _state(d_final, index, size), out)
+        d_initial = grads[4] if initial is not None else None
+        return (None, None, grads[0], grads[1], grads[2], grads[3], d_initial,
+                None)
+
+
+def _fail(function, message, error=ValueError):
+    raise error(f"fwp.{function}: {message}")
+
+
+def _check(function, name, t, shape, dtype, contiguous=True):
+    if not isinstance(t, torch.Tensor):
+        _fail(function, f"{name} is a {type(t).__name__}, expected a "
+              "torch.Tensor", TypeError)
+    if t.device.type != "cpu":
+        _fail(function, f"{name} is on {t.device}; this version runs on CPU "
+              "tensors only (CUDA tensors are not supported yet)")
+    if tuple(t.shape) != tuple(shape):
+        _fail(function, f"{name} has shape {list(t.shape)}, expected "
+              f"{list(shape)}")
+    if t.dtype != dtype:
+        _fail(function, f"{name} is {t.dtype}, expected {dtype} like v",
+              TypeError)
+    if contiguous and not t.is_contiguous():
+        _fail(function, f"{name} (shape {list(t.shape)}) is not contiguous; "
+              "call .contiguous() first")
+
+
+def _feature_map(function, dpfp, d_key):
+    """(nu, eps, D) of `dpfp` (None: q and k are features already)."""
+    if dpfp is None:
+        return 0, 1e-6, d_key
+    if not isinstance(dpfp, DPFP):
+        _fail(function, f"dpfp is a {type(dpfp).__name__}, expected None or "
+              "fwp.DPFP(nu, eps)", TypeError)
+    if dpfp.nu > 2 * d_key - 1:
+        _fail(function, f"dpfp nu = {dpfp.nu}, expected at most 2 K - 1 = "
+              f"{2 * d_key - 1}")
+    return dpfp.nu, float(dpfp.eps), 2 * d_key * dpfp.nu
+
+
+def _segments(function, cu_seqlens, batch, steps):
+    """(start, end, state index, batch) per kernel call."""
+    if cu_seqlens is None:
+        return [(0, steps, 0, batch)] if steps else []
+    if batch != 1:
+        _fail(function, f"cu_seqlens packs sequences into a batch of one "
+              f"(B = 1), but q has B = {batch}")
+    if not isinstance(cu_seqlens, torch.Tensor) or cu_seqlens.dim() != 1 or \
+            cu_seqlens.is_floating_point() or cu_seqlens.numel() < 2:
+        _fail(function, "cu_seqlens must be a 1-D integer tensor [0, ..., T] "
+              "of at least two offsets")
+    offsets = [int(o) for o in cu_seqlens.tolist()]
+    if offsets[0] != 0 or offsets[-1] != steps:
+        _fail(function, f"cu_seqlens runs from {offsets[0]} to {offsets[-1]},"
+              f" expected 0 to T = {steps}")
+    for i, (a, b) in enumerate(zip(offsets, offsets[1:])):
+        if b <= a:
+            _fail(function, f"cu_seqlens is not increasing: offset {i + 1} is "
+                  f"{b} after {a}")
+    return [(a, b, i, 1) for i, (a, b) in enumerate(zip(offsets,
+                                                         offsets[1:]))]
+
+
+def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
+         chunk_size, steps_first):
+    """The checked scan; q, k, v, beta steps first when `steps_first`."""
+    if rule not in RULES:
+        _fail(function, f"rule is {rule!r}, expected 'delta' or 'sum'")
+    if not isinstance(v, torch.Tensor):
+        _fail(function, f"v is a {type(v).__name__}, expected a torch.Tensor",
+              TypeError)
+    if v.dim() != 4:
+        _fail(function, f"v has shape {list(v.shape)}, expected 4 "
+              "dimensions")
+    if v.dtype not in _DTYPES:
+        _fail(function, f"v is {v.dtype}; fwp runs float32, float64, "
+              "bfloat16 or float16", TypeError)
+    if not isinstance(q, torch.Tensor) or q.dim() != 4:
+        _fail(function, "q must be a 4-D tensor like v")
+    lead = tuple(v.shape[:3])
+    d_key, d_value = q.shape[3], v.shape[3]
+    _check(function, "q", q, lead + (d_key,), v.dtype)
+    _check(function, "k", k, lead + (d_key,), v.dtype)
+    _check(function, "v", v, v.shape, v.dtype)
+    if rule == "delta":
+        if beta is None:
+            _fail(function, "the delta rule needs beta")
+        _check(function, "beta", beta, lead, v.dtype)
+    elif beta is not None:
+        _fail(function, "the sum rule takes no beta (pass None)")
+    nu, eps, d_feature = _feature_map(function, dpfp, d_key)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or
+                                   chunk_size < 1):
+        _fail(function, f"chunk_size = {chunk_size!r}, expected a positive "
+              "int")
+
+    if steps_first:
+        steps, batch, heads = lead
+    else:
+        batch, steps, heads = lead
+    segments = _segments(function, cu_seqlens, batch, steps)
+    sequences = len(segments) if cu_seqlens is not None else batch
+    states = (sequences, heads, d_value, d_feature)
+    if initial_state is not None:
+        _check(function, "initial_state", initial_state,
+               (sequences, heads, d_feature, d_value), v.dtype,
+               contiguous=False)
+        # The kernels' [V, D] order; no copy for a state fwp returned.
+        initial_state = initial_state.transpose(-1, -2).contiguous()
+    if not steps_first:  # [B, T, H, *] -> [T, B, H, *]; a view when B = 1
+        q, k, v = (t.transpose(0, 1).contiguous() for t in (q, k, v))
+        if beta is not None:
+            beta = beta.transpose(0, 1).contiguous()
+
+    scan = _scan(v.dtype, rule, d_key, d_value, nu, eps, chunk_size or 0)
+    y, final = _ScanFunction.apply(scan, segments, q, k, v, beta,
+                                   initial_state, states)
+    if not steps_first:
+        y = y.transpose(0, 1).contiguous()
+    return y, final.transpose(-1, -2)
+
+
+def delta_rule(q, k, v, beta=None, *, rule="delta", dpfp=None,
+               initial_state=None, output_final_state=False, cu_seqlens=None,
+               chunk_size=None):
+    """The fast-weight scan of fla's chunk_delta_rule, on fwp's kernels.
+
+    q, k: [B, T, H, K]; v: [B, T, H, V]; beta: [B, T, H] (delta rule; None
+    for rule="sum"). dpfp=fwp.DPFP(nu, eps) applies DPFP to q and k inside
+    the kernels (D = 2 K nu features), else q and k are the features
+    (D = K). initial_state: [B, H, D, V] (or [N, H, D, V] for N packed
+    sequences), zero if None. cu_seqlens: offsets [0, ..., T] of sequences
+    packed into a batch of one, each scanned from its own state. Returns
+    (o [B, T, H, V], final state [B or N, H, D, V] if output_final_state
+    else None); differentiable in q, k, v, beta and initial_state. No
+    scaling of q (fla scales by K^-0.5 by default: pass q * scale).
+    """
+    o, final = _run("delta_rule", q, k, v, beta, rule, dpfp, initial_state,
+                    cu_seqlens, chunk_size, steps_first=False)
+    return o, (final if output_final_state else None)
+
+
+def delta_rule_step(q, k, v, beta, state, *, rule="delta", dpfp=None):
+    """One step of the scan, for decoding: q, k [B, H, K], v [B, H, V],
+    beta [B, H] (None for rule="sum"), state [B, H, D, V]. Returns
+    (o [B, H, V], the new state [B, H, D, V]); differentiable."""
+    if not isinstance(state, torch.Tensor):
+        _fail("delta_rule_step", "state must be a tensor [B, H, D, V]",
+              TypeError)
+    as_step = [None if t is None else
+               (t.unsqueeze(0) if isinstance(t, torch.Tensor) else t)
+               for t in (q, k, v, beta)]
+    o, final = _run("delta_rule_step", *as_step, rule, dpfp, state, None,
+                    None, steps_first=True)
+    return o[0], final
