@@ -362,9 +362,12 @@ std::unique_ptr<CompiledScan> compileScanUncached(const ScanDesc &desc) {
 std::shared_ptr<const CompiledScan> compileScan(const ScanDesc &desc) {
   desc.validate();
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const CompiledScan>> scans;
+  // Never destroyed: a scan's execution engine must not be torn down by the
+  // static destructors at exit, after LLVM's own (which crashes).
+  static auto *scans =
+      new std::map<std::string, std::shared_ptr<const CompiledScan>>();
   std::lock_guard<std::mutex> lock(mutex);
-  auto &scan = scans[desc.str()];
+  auto &scan = (*scans)[desc.str()];
   if (!scan)
     scan = compileScanUncached(desc); // throws: nothing kept
   return scan;

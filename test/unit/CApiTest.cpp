@@ -106,4 +106,61 @@ TEST(CApiTest, ForwardMatchesTheReference) {
   fwp_attention_destroy(a);
 }
 
+// The cached scan stays alive until the process exits: exiting must not
+// crash (its execution engine is never torn down by static destructors).
+TEST(CApiTest, ScanMatchesTheReference) {
+  const int64_t steps = 40, batch = 2, heads = 3, d = 4, dValue = 5;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  auto random = [&](size_t n, double scale) {
+    std::vector<double> v(n);
+    for (double &e : v)
+      e = unit(rng) * scale;
+    return v;
+  };
+  fwp::ref::ScanShape shape{steps, batch, heads, d, dValue};
+  size_t rows = steps * batch * heads, states = batch * heads * dValue * d;
+  fwp::ref::ScanInputs in{random(rows * d, 0.25), random(rows * d, 0.25),
+                          random(rows * dValue, 1.0), random(rows, 1.0),
+                          random(states, 1.0)};
+  fwp::ref::ScanOutputs expected =
+      fwp::ref::scan(fwp::ref::Rule::Delta, shape, in);
+
+  fwp_scan *s = fwp_scan_create("f64", "delta", d, dValue, 0, 1e-6, 16);
+  ASSERT_NE(s, nullptr) << lastError();
+  std::vector<double> y(rows * dValue), finalState(states);
+  ASSERT_EQ(fwp_scan_forward(s, steps, batch, heads, in.q.data(), in.k.data(),
+                             in.v.data(), in.beta.data(),
+                             in.initialState.data(), y.data(),
+                             finalState.data()),
+            0)
+      << lastError();
+  auto worst = [](const std::vector<double> &a, const std::vector<double> &b) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff = std::max(diff, std::fabs(a[i] - b[i]));
+      scale = std::max(scale, std::fabs(b[i]));
+    }
+    return diff / scale;
+  };
+  EXPECT_LT(worst(y, expected.y), 1e-12);
+  EXPECT_LT(worst(finalState, expected.finalState), 1e-12);
+
+  // No steps: the final state is the initial one.
+  std::vector<double> unchanged(states);
+  ASSERT_EQ(fwp_scan_forward(s, 0, batch, heads, nullptr, nullptr, nullptr,
+                             nullptr, in.initialState.data(), nullptr,
+                             unchanged.data()),
+            0)
+      << lastError();
+  EXPECT_EQ(unchanged, in.initialState);
+  // The delta rule without beta is an error, not a crash.
+  EXPECT_NE(fwp_scan_forward(s, steps, batch, heads, in.q.data(), in.k.data(),
+                             in.v.data(), nullptr, nullptr, y.data(),
+                             finalState.data()),
+            0);
+  EXPECT_NE(lastError().find("beta"), std::string::npos) << lastError();
+  fwp_scan_destroy(s);
+}
+
 } // namespace
