@@ -6,8 +6,9 @@
 //                            [%d_final_state], %dq: memref, %dk, %dv,
 //                            [%dbeta], %d_initial)
 //
-// with T, B and H dynamic. The functions' arity depends on the description,
-// so they are called through the engine's packed interface.
+// with T, B and H dynamic, compiled into one kernel.so (a compiled module
+// directory, docs/compiled-modules.md) that the disk cache keeps, and called
+// through the runtime's HostLibrary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,13 +16,16 @@
 
 #include "CompileSupport.h"
 #include "CpuCompiler.h"
+#include "DiskCache.h"
+#include "Kernel.h"
+
+#include "fwp/Runtime/HostLibrary.h"
 
 #include "fwp/Dialect/FwpOps.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -100,22 +104,59 @@ void buildModule(ModuleOp module, const ScanDesc &desc) {
                      });
 }
 
-template <typename T> class ScanKernel final : public CompiledScan {
+/// The scan's buffers, in the order of the entry functions' arguments.
+class ScanBuffers {
 public:
-  ScanKernel(const ScanDesc &desc, CpuModule module)
-      : CompiledScan(desc), module(std::move(module)) {}
+  ScanBuffers(const ScanDesc &desc, int64_t seqLen, int64_t batch,
+              int64_t heads)
+      : desc(desc), seqLen(seqLen), batch(batch), heads(heads) {}
+
+  /// q, k, v, [beta], [initial]: what both functions read first.
+  void common(const void *q, const void *k, const void *v, const void *beta,
+              const void *initial) {
+    steps(q, desc.dInput);
+    steps(k, desc.dInput);
+    steps(v, desc.dValue);
+    if (desc.rule == Rule::Delta)
+      gates(beta);
+    if (desc.initial)
+      state(initial);
+  }
+  void steps(const void *data, int64_t width) {
+    list.push_back({data, {seqLen, batch, heads, width}});
+  }
+  void gates(const void *data) {
+    list.push_back({data, {seqLen, batch, heads}});
+  }
+  void state(const void *data) {
+    list.push_back({data, {batch, heads, desc.dValue, desc.dFeature()}});
+  }
+
+  const std::vector<rt::HostBuffer> &buffers() const { return list; }
+
+private:
+  const ScanDesc &desc;
+  int64_t seqLen, batch, heads;
+  std::vector<rt::HostBuffer> list;
+};
+
+/// A scan whose kernels are a host library (a compiled module directory's
+/// kernel.so) with both functions.
+class LibraryScan final : public CompiledScan {
+public:
+  LibraryScan(const ScanDesc &desc, std::unique_ptr<rt::HostLibrary> library)
+      : CompiledScan(desc), library(std::move(library)) {}
 
 private:
   void runForward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
                   const void *k, const void *v, const void *beta,
                   const void *initial, void *y,
                   void *finalState) const override {
-    const ScanDesc &desc = this->desc();
-    Arguments args(seqLen, batch, heads, desc);
+    ScanBuffers args(desc(), seqLen, batch, heads);
     args.common(q, k, v, beta, initial);
-    args.steps(y, desc.dValue);
+    args.steps(y, desc().dValue);
     args.state(finalState);
-    call(kForwardName, args);
+    library->call(0, args.buffers());
   }
 
   void runBackward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
@@ -123,79 +164,68 @@ private:
                    const void *initial, const void *dy, const void *dFinalState,
                    void *dq, void *dk, void *dv, void *dbeta,
                    void *dInitial) const override {
-    const ScanDesc &desc = this->desc();
-    Arguments args(seqLen, batch, heads, desc);
+    const ScanDesc &d = desc();
+    ScanBuffers args(d, seqLen, batch, heads);
     args.common(q, k, v, beta, initial);
-    args.steps(dy, desc.dValue);
-    if (desc.dFinalState)
+    args.steps(dy, d.dValue);
+    if (d.dFinalState)
       args.state(dFinalState);
-    args.steps(dq, desc.dInput);
-    args.steps(dk, desc.dInput);
-    args.steps(dv, desc.dValue);
-    if (desc.rule == Rule::Delta)
+    args.steps(dq, d.dInput);
+    args.steps(dk, d.dInput);
+    args.steps(dv, d.dValue);
+    if (d.rule == Rule::Delta)
       args.gates(dbeta);
     args.state(dInitial);
-    call(kBackwardName, args);
+    library->call(1, args.buffers());
   }
 
-  /// Memref descriptors of one call, in the functions' argument order.
-  class Arguments {
-  public:
-    Arguments(int64_t seqLen, int64_t batch, int64_t heads,
-              const ScanDesc &desc)
-        : seqLen(seqLen), batch(batch), heads(heads), desc(desc) {}
-
-    void common(const void *q, const void *k, const void *v, const void *beta,
-                const void *initial) {
-      steps(q, desc.dInput);
-      steps(k, desc.dInput);
-      steps(v, desc.dValue);
-      if (desc.rule == Rule::Delta)
-        gates(beta);
-      if (desc.initial)
-        state(initial);
-    }
-    void steps(const void *data, int64_t width) {
-      ranked4.push_back(view<T, 4>(data, {seqLen, batch, heads, width}));
-      order.push_back(&ranked4.back());
-    }
-    void gates(const void *data) {
-      ranked3.push_back(view<T, 3>(data, {seqLen, batch, heads}));
-      order.push_back(&ranked3.back());
-    }
-    void state(const void *data) {
-      ranked4.push_back(
-          view<T, 4>(data, {batch, heads, desc.dValue, desc.dFeature()}));
-      order.push_back(&ranked4.back());
-    }
-
-    /// The packed interface's arguments: one pointer to each argument,
-    /// here a pointer to a descriptor.
-    SmallVector<void *> packed() {
-      SmallVector<void *> args;
-      for (void *&descriptor : order)
-        args.push_back(&descriptor);
-      return args;
-    }
-
-  private:
-    int64_t seqLen, batch, heads;
-    const ScanDesc &desc;
-    // Deques: pushing keeps the addresses in `order` valid.
-    std::deque<StridedMemRefType<T, 4>> ranked4;
-    std::deque<StridedMemRefType<T, 3>> ranked3;
-    SmallVector<void *> order;
-  };
-
-  void call(const char *name, Arguments &args) const {
-    SmallVector<void *> packed = args.packed();
-    if (llvm::Error error = module.engine->invokePacked(
-            std::string("_mlir_ciface_") + name, packed))
-      throw std::runtime_error(llvm::toString(std::move(error)));
-  }
-
-  CpuModule module;
+  std::unique_ptr<rt::HostLibrary> library;
 };
+
+/// Everything that changes the scan's code: the description, the host CPU,
+/// the optimisation level and the compiler's build id.
+std::string scanCacheKey(const ScanDesc &desc) {
+  return desc.str() + " target=" + hostTargetDescription() + " O" +
+         std::to_string(kDefaultCpuOptLevel) + " compiler=" + compilerBuildId();
+}
+
+/// Compiles both functions into `dir`'s kernel.so, with its manifest.
+void compileScanInto(const ScanDesc &desc, const std::string &key,
+                     const std::string &dir) {
+  compileCpuLibrary(
+      desc.str(), desc.chunkSize, [&](ModuleOp m) { buildModule(m, desc); },
+      dir, kDefaultCpuOptLevel);
+  rt::ModuleInfo info;
+  info.key = key;
+  info.backend = rt::ModuleBackend::Cpu;
+  info.dtype = desc.dtype;
+  info.dModel = desc.dValue;
+  rt::writeModuleInfo(dir, info, {"kernel.so"});
+}
+
+std::unique_ptr<CompiledScan> compileScanIn(const ScanDesc &desc,
+                                            const std::string &cacheDir) {
+  desc.validate();
+  auto start = std::chrono::steady_clock::now();
+  std::string key = scanCacheKey(desc);
+  std::unique_ptr<rt::HostLibrary> library;
+  CachedEntry where = findOrCompile(
+      cacheDir, key,
+      [&](const std::string &dir) { compileScanInto(desc, key, dir); },
+      [&](const std::string &dir) {
+        library = rt::HostLibrary::load(
+            dir, {std::string("_mlir_ciface_") + kForwardName,
+                  std::string("_mlir_ciface_") + kBackwardName});
+      });
+  if (where.temporary)
+    removeTree(where.dir);
+  auto scan = std::make_unique<LibraryScan>(desc, std::move(library));
+  scan->fromDiskCache = where.hit;
+  scan->compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return scan;
+}
 
 } // namespace
 
@@ -333,43 +363,19 @@ void CompiledScan::backward(int64_t seqLen, int64_t batch, int64_t heads,
               dk, dv, dbeta, dInitial);
 }
 
-std::unique_ptr<CompiledScan> compileScanUncached(const ScanDesc &desc) {
-  desc.validate();
-  auto start = std::chrono::steady_clock::now();
-  CpuModule module = compileCpuModule(desc.str(), desc.chunkSize,
-                                      [&](ModuleOp m) { buildModule(m, desc); },
-                                      {kForwardName, kBackwardName});
-  std::unique_ptr<CompiledScan> scan;
-  // The descriptors only carry pointers: 16-bit buffers go as uint16_t.
-  switch (desc.dtype) {
-  case DType::F32:
-    scan = std::make_unique<ScanKernel<float>>(desc, std::move(module));
-    break;
-  case DType::F64:
-    scan = std::make_unique<ScanKernel<double>>(desc, std::move(module));
-    break;
-  case DType::BF16:
-  case DType::F16:
-    scan = std::make_unique<ScanKernel<uint16_t>>(desc, std::move(module));
-    break;
-  }
-  scan->compileSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  return scan;
+std::unique_ptr<CompiledScan>
+compileScanUncached(const ScanDesc &desc, const std::string &cacheDirectory) {
+  return compileScanIn(desc, cacheDirectory);
 }
 
 std::shared_ptr<const CompiledScan> compileScan(const ScanDesc &desc) {
   desc.validate();
   static std::mutex mutex;
-  // Never destroyed: a scan's execution engine must not be torn down by the
-  // static destructors at exit, after LLVM's own (which crashes).
-  static auto *scans =
-      new std::map<std::string, std::shared_ptr<const CompiledScan>>();
+  static std::map<std::string, std::shared_ptr<const CompiledScan>> scans;
   std::lock_guard<std::mutex> lock(mutex);
-  auto &scan = (*scans)[desc.str()];
-  if (!scan)
-    scan = compileScanUncached(desc); // throws: nothing kept
+  auto &scan = scans[desc.str()];
+  if (!scan) // a compilation that throws keeps nothing
+    scan = compileScanIn(desc, cacheDirectoryFromEnvironment());
   return scan;
 }
 

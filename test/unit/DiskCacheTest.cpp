@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fwp/JIT/JIT.h"
+#include "fwp/JIT/Scan.h"
 #include "fwp/Reference/Reference.h"
 #include "fwp/Runtime/ModuleInfo.h"
 
@@ -110,6 +111,58 @@ TEST(DiskCacheTest, ASecondKernelLoadsWhatTheFirstCompiled) {
   // Only what ran was compiled: the forward.
   fwp::rt::ModuleInfo info = fwp::rt::readModuleInfo(onlyEntry(cache));
   EXPECT_EQ(info.entry, EntryPoint::Forward);
+}
+
+/// y of `scan` on random inputs, relative to the float64 reference.
+double scanError(const fwp::jit::CompiledScan &scan) {
+  const auto &d = scan.desc();
+  int64_t T = 9, B = 2, H = 2;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> unit(0, 1);
+  auto random = [&](size_t n) {
+    std::vector<double> v(n);
+    for (double &x : v)
+      x = unit(rng) / static_cast<double>(d.dInput);
+    return v;
+  };
+  size_t rows = T * B * H;
+  fwp::ref::ScanInputs in{random(rows * d.dInput),
+                          random(rows * d.dInput),
+                          random(rows * d.dValue),
+                          random(rows),
+                          {}};
+  std::vector<double> y(rows * d.dValue), state(B * H * d.dValue * d.dInput);
+  scan.forward(T, B, H, in.q.data(), in.k.data(), in.v.data(), in.beta.data(),
+               nullptr, y.data(), state.data());
+  std::vector<double> expected =
+      fwp::ref::scan(fwp::ref::Rule::Delta, {T, B, H, d.dInput, d.dValue}, in)
+          .y;
+  double scale = 0, error = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    scale = std::max(scale, std::abs(expected[i]));
+    error = std::max(error, std::abs(y[i] - expected[i]));
+  }
+  return error / scale;
+}
+
+TEST(DiskCacheTest, ASecondScanLoadsWhatTheFirstCompiled) {
+  fs::path cache = freshCache("scan");
+  fwp::jit::ScanDesc desc;
+  desc.dInput = 4;
+  desc.dValue = 3;
+  desc.chunkSize = 4;
+  auto first = fwp::jit::compileScanUncached(desc, cache.string());
+  EXPECT_FALSE(first->fromDiskCache);
+  EXPECT_LT(scanError(*first), 1e-12);
+  auto second = fwp::jit::compileScanUncached(desc, cache.string());
+  EXPECT_TRUE(second->fromDiskCache);
+  EXPECT_LT(scanError(*second), 1e-12);
+  fwp::rt::ModuleInfo info = fwp::rt::readModuleInfo(onlyEntry(cache));
+  EXPECT_EQ(info.key.rfind(desc.str() + " target=", 0), 0u) << info.key;
+  // Another description is another entry.
+  desc.dValue = 5;
+  EXPECT_FALSE(
+      fwp::jit::compileScanUncached(desc, cache.string())->fromDiskCache);
 }
 
 TEST(DiskCacheTest, ConcurrentWritersLeaveOneValidEntry) {

@@ -20,8 +20,8 @@
 // computed in float32). The sequence length, batch and heads are not part
 // of the description: one compiled scan serves them all.
 //
-// Scans are compiled in memory, once per description and process; unlike
-// the whole module they do not go through the disk cache yet.
+// Compiled code is kept in the disk cache, as the whole module's is
+// (docs/compiled-modules.md): a later process loads it and compiles nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,7 +86,10 @@ public:
                 void *dq, void *dk, void *dv, void *dbeta,
                 void *dInitial) const;
 
+  /// Seconds spent compiling or loading it; whether it came from the disk
+  /// cache.
   double compileSeconds = 0;
+  bool fromDiskCache = false;
 
 protected:
   explicit CompiledScan(const ScanDesc &desc) : desc_(desc) {}
@@ -106,14 +109,18 @@ private:
   ScanDesc desc_;
 };
 
-/// The scan for `desc`, or the one compiled earlier in this process for an
-/// equal description. Thread-safe. Throws std::invalid_argument for an
-/// invalid description, std::runtime_error with the diagnostics if
-/// compiling fails (nothing is kept then).
+/// The scan for `desc`, or the one made earlier in this process for an
+/// equal description: loaded from the disk cache ($FWP_CACHE_DIR ..., as
+/// JIT.h's compile()), or compiled into it. Thread-safe. Throws
+/// std::invalid_argument for an invalid description, std::runtime_error with
+/// the diagnostics if compiling fails (nothing is kept then).
 std::shared_ptr<const CompiledScan> compileScan(const ScanDesc &desc);
 
-/// A scan of its own for `desc` (each call compiles).
-std::unique_ptr<CompiledScan> compileScanUncached(const ScanDesc &desc);
+/// A scan of its own for `desc`: from the disk cache in `cacheDirectory`,
+/// or compiled (into it); empty: no disk cache, each call compiles.
+std::unique_ptr<CompiledScan>
+compileScanUncached(const ScanDesc &desc,
+                    const std::string &cacheDirectory = "");
 
 } // namespace fwp::jit
 
