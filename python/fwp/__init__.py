@@ -16,7 +16,7 @@ from . import nn
 from ._attention import attention
 from ._capi import LibraryNotFound
 from ._scan import delta_rule, delta_rule_step
-from .nn import DPFP
+from ._dpfp import DPFP
 
 __all__ = ["attention", "delta_rule", "delta_rule_step", "DPFP", "nn",
            "LibraryNotFound"]

@@ -14,7 +14,7 @@ import torch
 
 from . import _capi
 from ._attention import _DTYPES, RULES
-from .nn import DPFP
+from ._dpfp import DPFP
 
 _scans = {}
 _scans_lock = threading.Lock()

@@ -13,34 +13,8 @@ import torch
 from torch import nn
 
 from ._attention import RULES, attention
-
-
-class DPFP(nn.Module):
-    """DPFP's normalised feature map phi'(k) (docs/delta-rule-math.md).
-
-    Called on a tensor it computes the features in PyTorch (the last
-    dimension, d -> 2 d nu); given to FastWeightsAttention as `phi`, its nu
-    and eps are compiled into the kernels instead.
-    """
-
-    def __init__(self, nu: int = 1, eps: float = 1e-6):
-        super().__init__()
-        if not isinstance(nu, int) or nu < 1:
-            raise ValueError(f"fwp.nn.DPFP: nu = {nu!r}, expected an int >= 1")
-        if not eps > 0:
-            raise ValueError(f"fwp.nn.DPFP: eps = {eps!r}, expected > 0")
-        self.nu = nu
-        self.eps = eps
-
-    def forward(self, k: torch.Tensor) -> torch.Tensor:
-        x = torch.relu(torch.cat([k, -k], dim=-1))
-        rolled = torch.cat([x.roll(shifts=i, dims=-1)
-                            for i in range(1, self.nu + 1)], dim=-1)
-        phi = torch.cat([x] * self.nu, dim=-1) * rolled
-        return phi / (phi.sum(dim=-1, keepdim=True) + self.eps)
-
-    def extra_repr(self):
-        return f"nu={self.nu}, eps={self.eps}"
+from ._dpfp import DPFP
+from ._scan import delta_rule_step
 
 
 class PrepareForMultiHeadAttention(nn.Module):
@@ -98,6 +72,32 @@ class FastWeightsAttention(nn.Module):
         self.dropout = nn.Dropout(dropout_prob)
         self.rule = rule
         self.chunk_size = chunk_size
+
+    def step(self, x: torch.Tensor, state: torch.Tensor = None):
+        """One token, for decoding: x [batch, d_model] and the fast weights
+        after the tokens before it (None: zero) -> (y [batch, d_model], the
+        new state [batch, heads, D, d_k], D = 2 d_k nu). T steps give what
+        forward gives on the T tokens. The projections run in PyTorch, the
+        state update in fwp's compiled scan."""
+        batch = x.shape[0]
+
+        def heads(w):
+            return torch.nn.functional.linear(x, w).view(batch, self.heads,
+                                                         -1)
+
+        q, k, v = (heads(m.linear.weight)
+                   for m in (self.query, self.key, self.value))
+        beta = None
+        if self.rule == "delta":
+            beta = torch.sigmoid(
+                heads(self.interpolation_weight[0].linear.weight))[..., 0]
+        if state is None:
+            d_feature = 2 * self.d_k * self.phi.nu
+            state = x.new_zeros(batch, self.heads, d_feature, self.d_k)
+        o, state = delta_rule_step(q.contiguous(), k.contiguous(),
+                                   v.contiguous(), beta, state,
+                                   rule=self.rule, dpfp=self.phi)
+        return self.output(o.reshape(batch, -1)), state
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return attention(

@@ -207,3 +207,17 @@ def test_empty_sequence():
     assert y.shape == (0, 2, 16)
     y.sum().backward()
     assert not module.output.weight.grad.any()
+
+
+@pytest.mark.parametrize("rule", ["delta", "sum"])
+def test_steps_of_the_module_equal_its_forward(rule):
+    """FastWeightsAttention.step, token by token (decoding), against the
+    seeds' module on the whole sequence, float64."""
+    reference, module = seeds_pair(2, 16, 2, rule, torch.float64)
+    x = torch.randn(12, 3, 16, dtype=torch.float64)
+    with torch.no_grad():
+        expected = reference(x)
+        state = None
+        for t in range(12):
+            y, state = module.step(x[t], state)
+            assert relative_error(y, expected[t]) < 1e-12
