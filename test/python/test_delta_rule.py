@@ -9,7 +9,9 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-import seeds_reference  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "examples"))
+import seeds_pytorch as seeds_reference  # noqa: E402
 from test_package import library, relative_error  # noqa: E402,F401
 
 fwp = pytest.importorskip("fwp")

@@ -1,9 +1,9 @@
 """The seeds' FastWeightsAttention (shared/seeds/001), step by step in
-PyTorch: the independent yardstick of the fwp package's tests. labml's
-Module and PrepareForMultiHeadAttention are replaced by their plain PyTorch
-equivalents; the math and the parameter names are the seeds'. `sum_rule`
-swaps the delta rule's update for the sum rule's (W += v k^T), for the sum
-rule's tests.
+plain PyTorch: the independent yardstick of the fwp package's tests and
+the peer of the examples. labml's Module and PrepareForMultiHeadAttention
+are replaced by their plain PyTorch equivalents; the math and the
+parameter names are the seeds'. `sum_rule` swaps the delta rule's update
+for the sum rule's (W += v k^T), for the sum rule's tests.
 """
 
 import torch
