@@ -4,7 +4,8 @@ JOBS  ?= $(shell nproc)
 PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps build test sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean
+.PHONY: all deps build test sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean \
+        equivalence capacity char-lm
 
 all: build
 
@@ -66,6 +67,19 @@ GPU_BUNDLE ?= $(BUILD)/gpu-bundle
 gpu-bundle: build
 	$(BUILD)/bin/fwp-gpu-bundle --out $(GPU_BUNDLE) --runner $(BUILD)/bin/fwp-gpu-check --script test/gpu-bundle/run.sh
 	@echo "$(GPU_BUNDLE): $$(du -sh $(GPU_BUNDLE) | cut -f1), $$(grep -vc '^#' $(GPU_BUNDLE)/checks.txt) checks, $$(grep -vc '^#' $(GPU_BUNDLE)/bench.txt) benchmark shapes"
+
+# The seeds' experiments on fwp (examples/*/; README). Debian's python3 is
+# the one python3-torch is installed for.
+PLOTS ?= $(BUILD)/capacity
+equivalence: build
+	/usr/bin/python3 examples/equivalence/equivalence.py
+
+capacity: build
+	/usr/bin/python3 examples/capacity/capacity.py --plots $(PLOTS)
+
+# ARGS: e.g. ARGS="--text input.txt --steps 2000 --resume"
+char-lm: build
+	/usr/bin/python3 examples/char-lm/char_lm.py --out $(BUILD)/char-lm $(ARGS)
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -38,3 +38,32 @@ def test_capacity_table_has_the_seeds_shape(tmp_path):
         assert rows[4][column] < rows[2][column] < 1.0 - 1e-3, column
     for name in ("training.png", "capacity.png", "fast_weights.png"):
         assert (tmp_path / name).stat().st_size > 1000, name
+
+
+def test_char_lm_trains_like_the_pytorch_model_and_resumes(tmp_path):
+    char_lm = load("char_lm", "char-lm/char_lm.py")
+    docs = os.path.join(EXAMPLES, "..", "docs", "delta-rule-math.md")
+    small = ["--text", docs, "--out", str(tmp_path), "--d-model", "32",
+             "--heads", "2", "--d-ff", "64", "--layers", "1", "--seq-len",
+             "32", "--batch", "8", "--log-every", "10", "--sample", "30",
+             "--checkpoint-every", "10"]
+    runs = char_lm.main(small + ["--steps", "40"])
+    fwp_run, torch_run = runs
+    assert [r[0] for r in fwp_run.log] == [10, 20, 30, 40]
+    # The loss falls...
+    assert fwp_run.log[-1][1] < fwp_run.log[0][1] - 0.3
+    # ... and equals the seeds' PyTorch model's at equal steps (same
+    # initial weights, same batches; float32 round-off apart).
+    for ours, theirs in zip(fwp_run.log, torch_run.log):
+        assert abs(ours[1] - theirs[1]) < 0.01, (ours, theirs)
+        assert abs(ours[2] - theirs[2]) < 0.01, (ours, theirs)
+    sample = (tmp_path / "sample.txt").read_text()
+    assert len(sample) >= 30
+    for name in ("loss.csv", "loss.png", "checkpoint.pt"):
+        assert (tmp_path / name).exists(), name
+
+    # Resuming continues where the checkpoint left off.
+    runs = char_lm.main(small + ["--steps", "50", "--peer-steps", "0",
+                                 "--resume"])
+    assert [r[0] for r in runs[0].log] == [10, 20, 30, 40, 50]
+    assert runs[0].log[:4] == fwp_run.log
