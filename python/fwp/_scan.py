@@ -147,7 +147,7 @@ def _feature_map(function, dpfp, d_key):
 def _segments(function, cu_seqlens, batch, steps):
     """(start, end, state index, batch) per kernel call."""
     if cu_seqlens is None:
-        return [(0, steps, 0, batch)] if steps else []
+        return [(0, steps, 0, batch)]  # T = 0 too: the state passes
     if batch != 1:
         _fail(function, f"cu_seqlens packs sequences into a batch of one "
               f"(B = 1), but q has B = {batch}")

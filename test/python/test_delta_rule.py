@@ -199,6 +199,18 @@ def test_steps_of_delta_rule_step_equal_the_scan(rule):
     assert relative_error(state, final) < 1e-12
 
 
+def test_no_steps_pass_the_state_through():
+    q, k, v, beta, state = inputs(2, 0, 2, 4, 4, "delta", 1, True)
+    state.requires_grad_(True)
+    o, final = fwp.delta_rule(q, k, v, beta, dpfp=fwp.DPFP(1),
+                              initial_state=state, output_final_state=True)
+    assert o.shape == (2, 0, 2, 4)
+    assert torch.equal(final, state)
+    dfinal = torch.randn_like(final)
+    final.backward(dfinal)
+    assert torch.equal(state.grad, dfinal)
+
+
 def test_16_bit_storage():
     """bf16 inputs, float32 arithmetic: the output's own rounding (2^-8 of
     the largest output) plus the float32 bound, against the float64
