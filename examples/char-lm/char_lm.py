@@ -307,6 +307,31 @@ def write_log(path, runs):
                 out.writerow([run.name, *row])
 
 
+def gradient_check(model, corpus, args):
+    """The largest error, relative to each parameter's largest gradient, of
+    the gradients of `model` (fwp) and of the seeds' float32 model with its
+    weights, against the seeds' model in float64, on one batch."""
+    peer = build(corpus, args, seeds_attention)
+    truth = build(corpus, args, seeds_attention)
+    for m in (peer, truth):
+        m.load_state_dict(model.state_dict())
+    truth.double()
+    x, y = corpus.batch(corpus.train, args.seq_len, args.batch,
+                        torch.Generator().manual_seed(5))
+    grads = []
+    for m in (model, peer, truth):
+        m.zero_grad()
+        loss_of(m, x, y).backward()
+        grads.append([p.grad.double() for p in m.parameters()])
+    model.zero_grad()
+
+    def worst(got):
+        return max(((g - t).abs().max() / t.abs().max()).item()
+                   for g, t in zip(got, grads[2]) if t.abs().max() > 0)
+
+    return worst(grads[0]), worst(grads[1])
+
+
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--text", help="a UTF-8 text file (default: the KJV)")
@@ -329,11 +354,17 @@ def parse(argv):
     p.add_argument("--sample", type=int, default=400,
                    help="characters to generate at the end")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=os.cpu_count(),
+                   help="threads of both models (default: every core)")
     return p.parse_args(argv)
 
 
 def main(argv=None):
     args = parse(argv)
+    # The same threads for both: PyTorch's, and the OpenMP runtime's that
+    # fwp's kernels run on (read when the first kernel loads).
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     os.makedirs(args.out, exist_ok=True)
     text = args.text or default_text(os.path.join(args.out, "data"))
     corpus = Corpus(text)
@@ -372,6 +403,10 @@ def main(argv=None):
         print(f"{run.name:5s} step {last[0]}: train {last[1]:.3f}, valid "
               f"{last[2]:.3f} nats/char; {run.ms_per_step():.1f} ms per "
               "training step (median)")
+    ours, peer = gradient_check(model, corpus, args)
+    print(f"gradients at the last step against the seeds' model in float64 "
+          f"(largest error relative to each parameter's largest gradient): "
+          f"fwp {ours:.1e}, the seeds' PyTorch model in float32 {peer:.1e}")
     if args.sample:
         g = torch.Generator().manual_seed(args.seed)
         prompt = corpus.encode("And it came to pass")[:19] or [0]

@@ -44,6 +44,10 @@ StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
 /// kernel's cache key. Computed once per process.
 const std::string &hostTargetDescription();
 
+/// The shortest %g form of `v` that reads back as exactly `v`: equal
+/// descriptions must give equal strings, and 1e-6 should read "1e-06".
+std::string roundTrip(double v);
+
 /// The optimisation level `options` asks for CPU code.
 inline int cpuOptLevel(const CompileOptions &options) {
   return options.cpuOptLevel < 0 ? kDefaultCpuOptLevel : options.cpuOptLevel;

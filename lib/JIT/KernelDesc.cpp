@@ -57,18 +57,6 @@ const char *backendName(Backend backend) {
   return nullptr;
 }
 
-/// The shortest %g form of `v` that reads back as exactly `v`: equal
-/// descriptions must give equal strings, and 1e-6 should read "1e-06".
-std::string roundTrip(double v) {
-  char buf[32];
-  for (int precision = 6; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v)
-      break;
-  }
-  return buf;
-}
-
 bool productFits(std::initializer_list<int64_t> factors) {
   int64_t product = 1;
   for (int64_t f : factors)
@@ -78,6 +66,16 @@ bool productFits(std::initializer_list<int64_t> factors) {
 }
 
 } // namespace
+
+std::string roundTrip(double v) {
+  char buf[32];
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
 
 void KernelDesc::validate() const {
   // Enums first: a value cast from an out-of-range integer has no name.

@@ -259,12 +259,11 @@ void ScanDesc::validate() const {
 
 std::string ScanDesc::str() const {
   std::ostringstream out;
-  out.precision(17);
   out << "scan " << rt::dtypeName(dtype) << ' '
       << (rule == Rule::Delta ? "delta" : "sum") << " d_in=" << dInput
       << " d_v=" << dValue << " nu=" << nu;
   if (nu > 0)
-    out << " eps=" << eps;
+    out << " eps=" << roundTrip(eps);
   out << " chunk=" << chunkSize << (initial ? " initial" : "")
       << (dFinalState ? " d_final" : "");
   return out.str();
