@@ -223,3 +223,21 @@ def test_steps_of_the_module_equal_its_forward(rule):
         for t in range(12):
             y, state = module.step(x[t], state)
             assert relative_error(y, expected[t]) < 1e-12
+
+
+def test_a_missing_library_is_named(tmp_path):
+    """Where libfwp.so cannot be loaded, the first call says what was tried
+    and how to get it (a fresh process: the library loads once)."""
+    import subprocess
+    missing = tmp_path / "libfwp.so"
+    script = ("import fwp, torch\n"
+              "try:\n"
+              "    fwp.delta_rule(*[torch.zeros(1, 1, 1, 2)] * 3,\n"
+              "                   torch.zeros(1, 1, 1))\n"
+              "except fwp.LibraryNotFound as e:\n"
+              "    print(e)\n")
+    env = dict(os.environ, FWP_LIBRARY=str(missing))
+    out = subprocess.run([sys.executable, "-c", script], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert str(missing) in out and "no such file" in out
+    assert "make build" in out
