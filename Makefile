@@ -31,7 +31,7 @@ test: build
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_ENV = ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=1 \
                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-SANITIZE_OPENMP = cpu/|CpuScanGrad|FastWeights|GpuBundle|RuntimeOnly|FwpRun|DiskCache|lit/|python/
+SANITIZE_OPENMP = cpu/|CpuScanGrad|CApi|FastWeights|GpuBundle|RuntimeOnly|FwpRun|DiskCache|lit/|python/
 sanitize: deps
 	cmake -G Ninja -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFWP_SANITIZE=ON
 	$(SANITIZE_ENV) cmake --build $(SANITIZE_BUILD) -j $(JOBS)
