@@ -106,8 +106,8 @@ TEST(CApiTest, ForwardMatchesTheReference) {
   fwp_attention_destroy(a);
 }
 
-// The cached scan stays alive until the process exits: exiting must not
-// crash (its execution engine is never torn down by static destructors).
+// The cached scan stays alive until the process exits, which must not crash
+// (an earlier form, on an execution engine, did in static destructors).
 TEST(CApiTest, ScanMatchesTheReference) {
   const int64_t steps = 40, batch = 2, heads = 3, d = 4, dValue = 5;
   std::mt19937 rng(11);
