@@ -24,9 +24,7 @@ trains for --peer-steps (default: as many as fwp) in the same run.
 """
 
 import argparse
-import copy
 import csv
-import math
 import os
 import subprocess
 import sys

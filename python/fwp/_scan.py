@@ -72,7 +72,7 @@ class _ScanFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, scan, segments, q, k, v, beta, initial, states):
         ctx.set_materialize_grads(False)
-        steps, batch, heads, _ = v.shape
+        heads = v.shape[2]
         y = v.new_empty(v.shape)
         final = v.new_empty(states)
         for start, end, index, size in segments:
