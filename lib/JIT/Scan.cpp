@@ -368,7 +368,6 @@ compileScanUncached(const ScanDesc &desc, const std::string &cacheDirectory) {
 }
 
 std::shared_ptr<const CompiledScan> compileScan(const ScanDesc &desc) {
-  desc.validate();
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const CompiledScan>> scans;
   std::lock_guard<std::mutex> lock(mutex);

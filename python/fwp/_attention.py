@@ -7,11 +7,10 @@ tensors go to the kernels by pointer, without copies.
 """
 
 import math
-import threading
-
 import torch
 
 from . import _capi
+from ._checks import check_tensor, fail
 
 _DTYPES = {
     torch.float32: "f32",
@@ -21,8 +20,6 @@ _DTYPES = {
 }
 RULES = ("delta", "sum")
 
-_kernels = {}
-_kernels_lock = threading.Lock()
 
 
 class _Kernel(_capi.Handle):
@@ -45,34 +42,16 @@ class _Kernel(_capi.Handle):
 
 
 def _kernel(dtype, rule, heads, d_head, nu, eps, chunk):
-    key = ("cpu", _DTYPES[dtype], rule, heads, d_head, nu, eps, chunk)
-    with _kernels_lock:
-        kernel = _kernels.get(key)
-        if kernel is None:
-            kernel = _kernels[key] = _Kernel(*key)
-        return kernel
+    return _capi.cached(_Kernel, "cpu", _DTYPES[dtype], rule, heads, d_head,
+                        nu, eps, chunk)
 
 
 def _fail(message):
-    raise ValueError(f"fwp.attention: {message}")
+    fail("attention", message)
 
 
 def _check_tensor(name, t, shape, dtype):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"fwp.attention: {name} is a {type(t).__name__}, "
-                        "expected a torch.Tensor")
-    if t.device.type != "cpu":
-        raise ValueError(f"fwp.attention: {name} is on {t.device}; this "
-                         "version runs on CPU tensors only (CUDA tensors "
-                         "are not supported yet)")
-    if tuple(t.shape) != shape:
-        _fail(f"{name} has shape {list(t.shape)}, expected {list(shape)}")
-    if t.dtype != dtype:
-        raise TypeError(f"fwp.attention: {name} is {t.dtype}, expected "
-                        f"{dtype} like x")
-    if not t.is_contiguous():
-        _fail(f"{name} (shape {list(t.shape)}) is not contiguous; fwp reads "
-              "tensors in place, call .contiguous() first")
+    check_tensor("attention", name, t, shape, dtype, like="x")
 
 
 def _check_arguments(x, weights, heads, nu, eps, rule):

@@ -120,3 +120,16 @@ class Handle:
     def __del__(self):
         if getattr(self, "handle", None):
             self._destroy(self.handle)
+
+
+_handles = {}
+_handles_lock = threading.Lock()
+
+
+def cached(cls, *key):
+    """The one `cls(*key)` of this process (a Handle), made on first use."""
+    with _handles_lock:
+        handle = _handles.get((cls, key))
+        if handle is None:
+            handle = _handles[(cls, key)] = cls(*key)
+        return handle

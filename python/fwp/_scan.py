@@ -8,16 +8,13 @@ sequences go to the kernels in place; with B > 1 they are transposed
 into a copy first (the state, small, always is).
 """
 
-import threading
-
 import torch
 
 from . import _capi
+from ._checks import check_tensor, fail
 from ._attention import _DTYPES, RULES
 from ._dpfp import DPFP
 
-_scans = {}
-_scans_lock = threading.Lock()
 
 
 class _Scan(_capi.Handle):
@@ -47,12 +44,8 @@ def _ptr(t):
 
 
 def _scan(dtype, rule, d_input, d_value, nu, eps, chunk):
-    key = (_DTYPES[dtype], rule, d_input, d_value, nu, eps, chunk)
-    with _scans_lock:
-        scan = _scans.get(key)
-        if scan is None:
-            scan = _scans[key] = _Scan(*key)
-        return scan
+    return _capi.cached(_Scan, _DTYPES[dtype], rule, d_input, d_value, nu,
+                        eps, chunk)
 
 
 def _rows(t, start, end):
@@ -109,37 +102,15 @@ class _ScanFunction(torch.autograd.Function):
                 None)
 
 
-def _fail(function, message, error=ValueError):
-    raise error(f"fwp.{function}: {message}")
-
-
-def _check(function, name, t, shape, dtype, contiguous=True):
-    if not isinstance(t, torch.Tensor):
-        _fail(function, f"{name} is a {type(t).__name__}, expected a "
-              "torch.Tensor", TypeError)
-    if t.device.type != "cpu":
-        _fail(function, f"{name} is on {t.device}; this version runs on CPU "
-              "tensors only (CUDA tensors are not supported yet)")
-    if tuple(t.shape) != tuple(shape):
-        _fail(function, f"{name} has shape {list(t.shape)}, expected "
-              f"{list(shape)}")
-    if t.dtype != dtype:
-        _fail(function, f"{name} is {t.dtype}, expected {dtype} like v",
-              TypeError)
-    if contiguous and not t.is_contiguous():
-        _fail(function, f"{name} (shape {list(t.shape)}) is not contiguous; "
-              "call .contiguous() first")
-
-
 def _feature_map(function, dpfp, d_key):
     """(nu, eps, D) of `dpfp` (None: q and k are features already)."""
     if dpfp is None:
         return 0, 1e-6, d_key
     if not isinstance(dpfp, DPFP):
-        _fail(function, f"dpfp is a {type(dpfp).__name__}, expected None or "
+        fail(function, f"dpfp is a {type(dpfp).__name__}, expected None or "
               "fwp.DPFP(nu, eps)", TypeError)
     if dpfp.nu > 2 * d_key - 1:
-        _fail(function, f"dpfp nu = {dpfp.nu}, expected at most 2 K - 1 = "
+        fail(function, f"dpfp nu = {dpfp.nu}, expected at most 2 K - 1 = "
               f"{2 * d_key - 1}")
     return dpfp.nu, float(dpfp.eps), 2 * d_key * dpfp.nu
 
@@ -149,19 +120,19 @@ def _segments(function, cu_seqlens, batch, steps):
     if cu_seqlens is None:
         return [(0, steps, 0, batch)]  # T = 0 too: the state passes
     if batch != 1:
-        _fail(function, f"cu_seqlens packs sequences into a batch of one "
+        fail(function, f"cu_seqlens packs sequences into a batch of one "
               f"(B = 1), but q has B = {batch}")
     if not isinstance(cu_seqlens, torch.Tensor) or cu_seqlens.dim() != 1 or \
             cu_seqlens.is_floating_point() or cu_seqlens.numel() < 2:
-        _fail(function, "cu_seqlens must be a 1-D integer tensor [0, ..., T] "
+        fail(function, "cu_seqlens must be a 1-D integer tensor [0, ..., T] "
               "of at least two offsets")
     offsets = [int(o) for o in cu_seqlens.tolist()]
     if offsets[0] != 0 or offsets[-1] != steps:
-        _fail(function, f"cu_seqlens runs from {offsets[0]} to {offsets[-1]},"
+        fail(function, f"cu_seqlens runs from {offsets[0]} to {offsets[-1]},"
               f" expected 0 to T = {steps}")
     for i, (a, b) in enumerate(zip(offsets, offsets[1:])):
         if b <= a:
-            _fail(function, f"cu_seqlens is not increasing: offset {i + 1} is "
+            fail(function, f"cu_seqlens is not increasing: offset {i + 1} is "
                   f"{b} after {a}")
     return [(a, b, i, 1) for i, (a, b) in enumerate(zip(offsets,
                                                          offsets[1:]))]
@@ -171,33 +142,33 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
          chunk_size, steps_first):
     """The checked scan; q, k, v, beta steps first when `steps_first`."""
     if rule not in RULES:
-        _fail(function, f"rule is {rule!r}, expected 'delta' or 'sum'")
+        fail(function, f"rule is {rule!r}, expected 'delta' or 'sum'")
     if not isinstance(v, torch.Tensor):
-        _fail(function, f"v is a {type(v).__name__}, expected a torch.Tensor",
+        fail(function, f"v is a {type(v).__name__}, expected a torch.Tensor",
               TypeError)
     if v.dim() != 4:
-        _fail(function, f"v has shape {list(v.shape)}, expected 4 "
+        fail(function, f"v has shape {list(v.shape)}, expected 4 "
               "dimensions")
     if v.dtype not in _DTYPES:
-        _fail(function, f"v is {v.dtype}; fwp runs float32, float64, "
+        fail(function, f"v is {v.dtype}; fwp runs float32, float64, "
               "bfloat16 or float16", TypeError)
     if not isinstance(q, torch.Tensor) or q.dim() != 4:
-        _fail(function, "q must be a 4-D tensor like v")
+        fail(function, "q must be a 4-D tensor like v")
     lead = tuple(v.shape[:3])
     d_key, d_value = q.shape[3], v.shape[3]
-    _check(function, "q", q, lead + (d_key,), v.dtype)
-    _check(function, "k", k, lead + (d_key,), v.dtype)
-    _check(function, "v", v, v.shape, v.dtype)
+    check_tensor(function, "q", q, lead + (d_key,), v.dtype, "v")
+    check_tensor(function, "k", k, lead + (d_key,), v.dtype, "v")
+    check_tensor(function, "v", v, v.shape, v.dtype, "v")
     if rule == "delta":
         if beta is None:
-            _fail(function, "the delta rule needs beta")
-        _check(function, "beta", beta, lead, v.dtype)
+            fail(function, "the delta rule needs beta")
+        check_tensor(function, "beta", beta, lead, v.dtype, "v")
     elif beta is not None:
-        _fail(function, "the sum rule takes no beta (pass None)")
+        fail(function, "the sum rule takes no beta (pass None)")
     nu, eps, d_feature = _feature_map(function, dpfp, d_key)
     if chunk_size is not None and (not isinstance(chunk_size, int) or
                                    chunk_size < 1):
-        _fail(function, f"chunk_size = {chunk_size!r}, expected a positive "
+        fail(function, f"chunk_size = {chunk_size!r}, expected a positive "
               "int")
 
     if steps_first:
@@ -208,9 +179,9 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
     sequences = len(segments) if cu_seqlens is not None else batch
     states = (sequences, heads, d_value, d_feature)
     if initial_state is not None:
-        _check(function, "initial_state", initial_state,
-               (sequences, heads, d_feature, d_value), v.dtype,
-               contiguous=False)
+        check_tensor(function, "initial_state", initial_state,
+                     (sequences, heads, d_feature, d_value), v.dtype, "v",
+                     contiguous=False)
         # The kernels' [V, D] order; no copy for a state fwp returned.
         initial_state = initial_state.transpose(-1, -2).contiguous()
     if not steps_first:  # [B, T, H, *] -> [T, B, H, *]; a view when B = 1
@@ -251,7 +222,7 @@ def delta_rule_step(q, k, v, beta, state, *, rule="delta", dpfp=None):
     beta [B, H] (None for rule="sum"), state [B, H, D, V]. Returns
     (o [B, H, V], the new state [B, H, D, V]); differentiable."""
     if not isinstance(state, torch.Tensor):
-        _fail("delta_rule_step", "state must be a tensor [B, H, D, V]",
+        fail("delta_rule_step", "state must be a tensor [B, H, D, V]",
               TypeError)
     as_step = [None if t is None else
                (t.unsqueeze(0) if isinstance(t, torch.Tensor) else t)
