@@ -31,7 +31,17 @@ std::pair<Value, Value> ScanKernels::chunkSpan(Value c, Value seqLen) {
   return {t0, e.minIndex(chunk, e.subIndex(seqLen, t0))};
 }
 
+Value ScanKernels::workspaceRow(Value t0) {
+  return config.fusedForward ? e.index(0) : t0;
+}
+
+Value ScanKernels::workspaceChunk(Value c) {
+  return config.fusedForward ? e.index(0) : c;
+}
+
 void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
+  if (config.fusedForward)
+    return emitFusedForward(seqLen, batch, heads);
   Value chunks = numChunks(seqLen);
   e.kernel("scan_prepare", {batch, heads, chunks}, [&](ValueRange ids) {
     auto [t0, len] = chunkSpan(ids[2], seqLen);
@@ -44,6 +54,21 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
     e.forLoop(e.index(0), chunks, [&](Value c) {
       auto [t0, len] = chunkSpan(c, seqLen);
       emitStateChunk(ids[0], ids[1], v0, c, t0, len);
+    });
+  });
+}
+
+/// One instance per (batch, head) runs both steps chunk by chunk, so a
+/// chunk's workspace rows are read back while they are still in cache.
+void ScanKernels::emitFusedForward(Value seqLen, Value batch, Value heads) {
+  Value chunks = numChunks(seqLen);
+  Value zero = e.index(0);
+  e.kernel("scan_forward", {batch, heads, e.index(1)}, [&](ValueRange ids) {
+    emitBlockRowsInit(buf.initial, buf.state, ids[0], ids[1], zero);
+    e.forLoop(zero, chunks, [&](Value c) {
+      auto [t0, len] = chunkSpan(c, seqLen);
+      emitPrepare(ids[0], ids[1], c, t0, len);
+      emitStateChunk(ids[0], ids[1], zero, c, t0, len);
     });
   });
 }
@@ -64,6 +89,7 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
       {buf.q, config.fusedDpfp ? buf.qx : buf.qf},
       {buf.k, config.fusedDpfp ? buf.kx : buf.kf}};
   int64_t width = config.fusedDpfp ? 2 * config.dInput : config.dFeature;
+  Value w0 = workspaceRow(t0);
   ifWholeChunk(
       len,
       [&] {
@@ -72,18 +98,19 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
         for (auto [src, dst] : rows) {
           Value in = tiles.stepTile(src, {t0, b, h, zero}, chunk, d);
           if (!config.fusedDpfp) {
-            tiles.copy(in, tiles.tile(dst, {b, h, t0, zero}, chunk, d));
+            tiles.copy(in, tiles.tile(dst, {b, h, w0, zero}, chunk, d));
             continue;
           }
-          tiles.relu(in, tiles.tile(dst, {b, h, t0, zero}, chunk, d),
+          tiles.relu(in, tiles.tile(dst, {b, h, w0, zero}, chunk, d),
                      /*negated=*/false);
-          tiles.relu(in, tiles.tile(dst, {b, h, t0, e.index(d)}, chunk, d),
+          tiles.relu(in, tiles.tile(dst, {b, h, w0, e.index(d)}, chunk, d),
                      /*negated=*/true);
         }
       },
       [&] {
         e.parallel({e.index(config.chunk), e.index(width)}, [&](ValueRange rf) {
-          Value t = e.addIndex(t0, rf[0]), f = rf[1];
+          Value t = e.addIndex(t0, rf[0]), w = e.addIndex(w0, rf[0]);
+          Value f = rf[1];
           for (auto [src, dst] : rows) {
             Value value = e.ifElse(
                 e.less(rf[0], len),
@@ -92,14 +119,14 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
                                           : e.load(src, {t, b, h, f});
                 },
                 e.real(0.0));
-            e.store(value, dst, {b, h, t, f});
+            e.store(value, dst, {b, h, w, f});
           }
         });
       });
   if (!config.fusedDpfp)
     return;
-  emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, t0);
-  emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, t0);
+  emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, w0);
+  emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, w0);
 }
 
 /// The chunk's C x width tile of the workspace `buffer` ([B, H, T', *]).
@@ -156,11 +183,12 @@ void ScanKernels::emitDpfpTiles(Value x, Value features, Value norms, Value b,
 void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
                                 Value c0, Value t0, Value len, int64_t cols) {
   int64_t chunk = config.chunk;
+  Value w0 = workspaceRow(t0);
   ifWholeChunk(
       len,
       [&] {
         tiles.copy(tiles.stepTile(src, {t0, b, h, c0}, chunk, cols),
-                   tiles.tile(dst, {b, h, t0, c0}, chunk, cols));
+                   tiles.tile(dst, {b, h, w0, c0}, chunk, cols));
       },
       [&] {
         e.parallel({e.index(chunk), e.index(cols)}, [&](ValueRange ri) {
@@ -171,7 +199,7 @@ void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
                 return e.load(src, {t, b, h, col});
               },
               e.real(0.0));
-          e.store(x, dst, {b, h, t, col});
+          e.store(x, dst, {b, h, e.addIndex(w0, ri[0]), col});
         });
       });
 }
@@ -191,7 +219,7 @@ void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
             return e.load(buf.beta, {t, b, h});
           },
           e.real(0.0));
-      e.store(beta, buf.bt, {b, h, t});
+      e.store(beta, buf.bt, {b, h, e.addIndex(workspaceRow(t0), r[0])});
     });
 }
 
@@ -266,6 +294,9 @@ void ScanKernels::emitBlockInverse(Value b, Value h, Value t0) {
 void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {
   emitFeatures(b, h, t0, len);
   emitChunkLoads(b, h, t0, len);
+  // From here on, only the workspace: its rows of the chunk.
+  t0 = workspaceRow(t0);
+  c = workspaceChunk(c);
   int64_t chunk = config.chunk, dFeature = config.dFeature;
   Value zero = e.index(0);
   Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
@@ -318,19 +349,19 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
                                  Value len) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
-  Value zero = e.index(0);
+  Value zero = e.index(0), w0 = workspaceRow(t0);
   Value s = tiles.tile(buf.state, {b, h, v0, zero}, block, dFeature);
   Value st = tiles.tile(buf.st, {b, h, zero, v0}, dFeature, block);
   tiles.transpose(s, st);
-  Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
-  Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
+  Value q = tiles.tile(buf.qf, {b, h, w0, zero}, chunk, dFeature);
+  Value k = tiles.tile(buf.kf, {b, h, w0, zero}, chunk, dFeature);
   // U = U~ - W~ S^T (delta); U = V (sum).
-  Value u = tiles.tile(buf.u, {b, h, t0, v0}, chunk, block);
+  Value u = tiles.tile(buf.u, {b, h, w0, v0}, chunk, block);
   if (config.isDelta()) {
-    tiles.product(tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature), st, u);
-    tiles.subtract(tiles.tile(buf.ut, {b, h, t0, v0}, chunk, block), u, u);
+    tiles.product(tiles.tile(buf.wt, {b, h, w0, zero}, chunk, dFeature), st, u);
+    tiles.subtract(tiles.tile(buf.ut, {b, h, w0, v0}, chunk, block), u, u);
   } else {
-    tiles.copy(tiles.tile(buf.vt, {b, h, t0, v0}, chunk, block), u);
+    tiles.copy(tiles.tile(buf.vt, {b, h, w0, v0}, chunk, block), u);
   }
   // A backward keeps S.
   if (buf.chunkStates)
@@ -338,9 +369,9 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
         s, tiles.tile(buf.chunkStates, {b, h, c, v0, zero}, block, dFeature));
   // Y = Q S^T + P U, stored for the chunk's rows before the sequence end.
   if (buf.y) {
-    Value y = tiles.tile(buf.yw, {b, h, t0, v0}, chunk, block);
+    Value y = tiles.tile(buf.yw, {b, h, w0, v0}, chunk, block);
     tiles.product(q, st, y);
-    tiles.lowerProduct(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), u, y,
+    tiles.lowerProduct(tiles.tile(buf.pq, {b, h, w0, zero}, chunk, chunk), u, y,
                        config.causalBlock, Triangular::Lhs,
                        /*accumulate=*/true);
     ifWholeChunk(
@@ -351,7 +382,8 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
         [&] {
           e.parallel({len, e.index(block)}, [&](ValueRange ri) {
             Value t = e.addIndex(t0, ri[0]), col = e.addIndex(v0, ri[1]);
-            e.store(e.load(buf.yw, {b, h, t, col}), buf.y, {t, b, h, col});
+            Value w = e.addIndex(w0, ri[0]);
+            e.store(e.load(buf.yw, {b, h, w, col}), buf.y, {t, b, h, col});
           });
         });
   }

@@ -51,6 +51,11 @@ struct ScanConfig {
   // Row block of the products with a triangular operand or result (P, G,
   // W~, U~, P U); 0 for whole products.
   int64_t causalBlock = 0;
+  /// The forward as one kernel per (batch, head), each chunk's preparation
+  /// right before its state step (valueBlock is then dValue): the workspace
+  /// holds one chunk per (batch, head), rows [0, C), and stays in cache.
+  /// The CPU's choice; a backward's recomputation never fuses.
+  bool fusedForward = false;
 
   bool isDelta() const { return rule == Rule::Delta; }
 };
@@ -102,6 +107,8 @@ public:
   /// prepare and state: y, the final state, and (if their buffers are set)
   /// A, U and the chunk start states for a backward.
   void emitForward(Value seqLen, Value batch, Value heads);
+  /// prepare and state in one kernel (ScanConfig::fusedForward).
+  void emitFusedForward(Value seqLen, Value batch, Value heads);
   /// state_grad and chunk_grad; emitForward must have run first with A, U
   /// and the chunk start states kept.
   void emitBackward(Value seqLen, Value batch, Value heads);
@@ -113,6 +120,11 @@ private:
   void ifWholeChunk(Value len, function_ref<void()> whole,
                     function_ref<void()> partial);
   Value chunkRows(Value buffer, Value b, Value h, Value t0, int64_t width);
+  /// Where the chunk starting at step t0 (chunk c) lives in the forward's
+  /// workspace: row t0 (chunk c), or row 0 (chunk 0) when the forward is
+  /// fused and the workspace holds one chunk.
+  Value workspaceRow(Value t0);
+  Value workspaceChunk(Value c);
   Value chunkMatrix(Value buffer, Value b, Value h, Value c, int64_t rows,
                     int64_t cols);
 

@@ -96,22 +96,26 @@ public:
         {batch, heads, e.index(config.dFeature), e.index(config.dValue)},
         elementType);
   }
-  /// Workspace [B, H, T', width], T' = T rounded up to whole chunks.
+  /// Workspace [B, H, T', width], T' = T rounded up to whole chunks, or
+  /// [B, H, C, width] for a fused forward.
   Value workspace(int64_t width) {
     return allocate(b, {dyn, dyn, dyn, width},
-                    {batch, heads, paddedSteps(), e.index(width)}, elementType);
+                    {batch, heads, workspaceSteps(), e.index(width)},
+                    elementType);
   }
-  /// One value per step, [B, H, T'].
+  /// One value per step, [B, H, T'] (or [B, H, C]).
   Value workspaceColumn() {
-    return allocate(b, {dyn, dyn, dyn}, {batch, heads, paddedSteps()},
+    return allocate(b, {dyn, dyn, dyn}, {batch, heads, workspaceSteps()},
                     elementType);
   }
   /// One state per chunk, [B, H, chunks, d_v, D].
   Value perChunkStates() { return perChunk(config.dValue, config.dFeature); }
-  /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols].
+  /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols] (one
+  /// chunk for a fused forward's workspace).
   Value perChunk(int64_t rows, int64_t cols) {
+    Value count = config.fusedForward ? e.index(1) : chunks();
     return allocate(b, {dyn, dyn, dyn, rows, cols},
-                    {batch, heads, chunks(), e.index(rows), e.index(cols)},
+                    {batch, heads, count, e.index(rows), e.index(cols)},
                     elementType);
   }
 
@@ -127,6 +131,10 @@ private:
     if (!padded)
       padded = e.mulIndex(chunks(), e.index(config.chunk));
     return padded;
+  }
+
+  Value workspaceSteps() {
+    return config.fusedForward ? e.index(config.chunk) : paddedSteps();
   }
 
   SmallVector<Value> stateSizes() {
@@ -197,10 +205,14 @@ void readInputs(ImplicitLocOpBuilder &b, ScanLikeOp op, ScanBuffers &buf) {
 }
 
 LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock,
-                        int64_t causalBlock) {
+                        int64_t causalBlock, bool fuseForward) {
   FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock, causalBlock);
   if (failed(config))
     return failure();
+  if (fuseForward) {
+    config->fusedForward = true;
+    config->valueBlock = config->dValue;
+  }
   ImplicitLocOpBuilder b(op.getLoc(), op);
   ScanBuffers buf;
   readInputs(b, op, buf);
@@ -318,7 +330,8 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     for (Operation *op : scans) {
       LogicalResult lowered =
           isa<ScanOp>(op)
-              ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock, causalBlock)
+              ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock, causalBlock,
+                          fuseForward)
               : lowerScanGrad(cast<ScanGradOp>(op), chunkSize, valueBlock,
                               causalBlock);
       if (failed(lowered))

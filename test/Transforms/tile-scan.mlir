@@ -1,6 +1,7 @@
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=32 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BLOCKS
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=32 causal-block=16" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=CAUSAL
+// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 fuse-forward=1" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: not fwp-opt %s -fwp-tile-scan=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
 // RUN: not fwp-opt %s -fwp-tile-scan=value-block=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
 
@@ -47,6 +48,20 @@
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
 // CAUSAL: } {fwp.kernel = "scan_state", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+// With fuse-forward (the CPU's choice), one kernel over (batch, head) runs
+// each chunk's preparation right before its state step, on all 8 value
+// columns; the workspace holds one chunk (16 rows) per (batch, head).
+// FUSED-LABEL: func @delta_fused
+// FUSED: memref.alloc(%{{.*}}, %{{.*}}, %c16{{.*}}) : memref<?x?x?x32xf32>
+// FUSED-NOT: fwp.kernel
+// FUSED: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
+// FUSED: scf.for
+// FUSED: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x16xf32{{.*}}) outs(%{{.*}} : memref<16x16xf32
+// FUSED: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
+// FUSED: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<16x8xf32{{.*}}, memref<16x32xf32{{.*}} outs(%{{.*}} : memref<8x32xf32
+// FUSED: } {fwp.kernel = "scan_forward", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+// FUSED-NOT: fwp.kernel
+// FUSED: return
 // CHECK-LABEL: func @delta_fused
 // CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
@@ -119,6 +134,11 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // The gradient: prepare and state (keeping every chunk's start state: a
 // copy of the state tile), then the state gradient backwards over chunks
 // and the per-chunk gradients in parallel.
+// A gradient's recomputation of the forward never fuses: the backward
+// reads every chunk's rows.
+// FUSED-LABEL: func @delta_grad
+// FUSED: fwp.kernel = "scan_prepare"
+// FUSED: fwp.kernel = "scan_state"
 // CHECK-LABEL: func @delta_grad
 // CHECK: %[[STATES:.*]] = memref.alloc({{.*}}) : memref<?x?x?x8x16xf32>
 // CHECK: scf.forall

@@ -105,7 +105,12 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
            "row block of the products with a lower-triangular operand or "
            "result (P, G, W~, U~ and P U), which then skip the blocks above "
            "the diagonal; 0 (or a block that does not cut the chunk in two "
-           "or more): whole products">
+           "or more): whole products">,
+    Option<"fuseForward", "fuse-forward", "bool", /*default=*/"false",
+           "fwp.scan as one kernel, `scan_forward`, over (batch, head): "
+           "each chunk's preparation right before its state step, on all "
+           "d_v columns, with a workspace of one chunk per (batch, head) "
+           "that stays in cache (fwp.scan_grad keeps the two kernels)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
