@@ -151,9 +151,11 @@ SmallVector<OpFoldResult> modelSizes(OpBuilder &b, Location loc, Value x,
 HeadProjections createHeadProjections(OpBuilder &b, Location loc, Value x,
                                       Value wQ, Value wK, Value wV,
                                       ArrayRef<OpFoldResult> sizes,
-                                      int64_t heads, Value zeros) {
+                                      int64_t heads) {
   int64_t dHead = *getConstantIntValue(sizes[2]) / heads;
+  Type elementType = cast<ShapedType>(x.getType()).getElementType();
   auto project = [&](Value weight) {
+    Value zeros = createZeros(b, loc, sizes, elementType);
     Value projected = createProjection(b, loc, x, weight, zeros);
     return splitHeads(b, loc, projected, sizes, heads, dHead);
   };

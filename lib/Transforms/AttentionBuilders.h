@@ -69,8 +69,8 @@ mlir::Value mergeHeads(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::Value value);
 
 /// The per-head q, k, v = x W^T of an attention-like op, [T, B, H, d_k],
-/// with `sizes` = [T, B, d_model] of x; `zeros` [T, B, d_model] is their
-/// shared accumulator (tensors are values).
+/// with `sizes` = [T, B, d_model] of x. Each accumulates from zeros of its
+/// own: one shared init would be copied three times by bufferization.
 struct HeadProjections {
   mlir::Value q, k, v;
 };
@@ -78,7 +78,7 @@ HeadProjections createHeadProjections(mlir::OpBuilder &b, mlir::Location loc,
                                       mlir::Value x, mlir::Value wQ,
                                       mlir::Value wK, mlir::Value wV,
                                       llvm::ArrayRef<mlir::OpFoldResult> sizes,
-                                      int64_t heads, mlir::Value zeros);
+                                      int64_t heads);
 
 /// [T, B, d_model] of x, with T and B from x when dynamic.
 llvm::SmallVector<mlir::OpFoldResult> modelSizes(mlir::OpBuilder &b,

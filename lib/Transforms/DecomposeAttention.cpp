@@ -73,11 +73,9 @@ struct DecomposeAttentionPattern : OpRewritePattern<AttentionOp> {
     Value x = op.getX();
 
     SmallVector<OpFoldResult> sizes = modelSizes(rewriter, loc, x, *dModel);
-    Value zeros =
-        createZeros(rewriter, loc, sizes, op.getY().getType().getElementType());
     HeadProjections heads =
         createHeadProjections(rewriter, loc, x, op.getWQ(), op.getWK(),
-                              op.getWV(), sizes, op.getHeads(), zeros);
+                              op.getWV(), sizes, op.getHeads());
     Value headOutputs = createHeadScan(rewriter, op, heads.q, heads.k, heads.v);
 
     // Concatenate the heads in head order, then the output layer.

@@ -63,12 +63,12 @@ struct DecomposeAttentionGradPattern : OpRewritePattern<AttentionGradOp> {
     Value x = op.getX();
     Type elementType = op.getDx().getType().getElementType();
     SmallVector<OpFoldResult> sizes = modelSizes(rewriter, loc, x, *dModel);
-    Value zeros = createZeros(rewriter, loc, sizes, elementType);
+    // Zeros for each accumulator of x's shape: a shared one would be copied.
+    auto zeros = [&] { return createZeros(rewriter, loc, sizes, elementType); };
 
     // The forward again: per-head projections, gate and outputs o.
-    auto [q, k, v] =
-        createHeadProjections(rewriter, loc, x, op.getWQ(), op.getWK(),
-                              op.getWV(), sizes, heads, zeros);
+    auto [q, k, v] = createHeadProjections(
+        rewriter, loc, x, op.getWQ(), op.getWK(), op.getWV(), sizes, heads);
     auto headType = cast<RankedTensorType>(v.getType());
     Value beta;
     if (delta)
@@ -86,7 +86,7 @@ struct DecomposeAttentionGradPattern : OpRewritePattern<AttentionGradOp> {
 
     // The output layer.
     Value dy = op.getDy();
-    Value dOut = createInputGradient(rewriter, loc, dy, op.getWO(), zeros);
+    Value dOut = createInputGradient(rewriter, loc, dy, op.getWO(), zeros());
     auto weightZeros = [&](Value weight) {
       return createZeros(rewriter, loc,
                          tensor::getMixedSizes(rewriter, loc, weight),
@@ -108,7 +108,7 @@ struct DecomposeAttentionGradPattern : OpRewritePattern<AttentionGradOp> {
     Value dq = mergeHeads(rewriter, loc, scanGrad.getDq());
     Value dk = mergeHeads(rewriter, loc, scanGrad.getDk());
     Value dv = mergeHeads(rewriter, loc, scanGrad.getDv());
-    Value dx = createInputGradient(rewriter, loc, dq, op.getWQ(), zeros);
+    Value dx = createInputGradient(rewriter, loc, dq, op.getWQ(), zeros());
     dx = createInputGradient(rewriter, loc, dk, op.getWK(), dx);
     dx = createInputGradient(rewriter, loc, dv, op.getWV(), dx);
     Value dwQ =

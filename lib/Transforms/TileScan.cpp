@@ -329,11 +329,10 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     });
     for (Operation *op : scans) {
       LogicalResult lowered =
-          isa<ScanOp>(op)
-              ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock, causalBlock,
-                          fuseForward)
-              : lowerScanGrad(cast<ScanGradOp>(op), chunkSize, valueBlock,
-                              causalBlock);
+          isa<ScanOp>(op) ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock,
+                                      causalBlock, fuseForward)
+                          : lowerScanGrad(cast<ScanGradOp>(op), chunkSize,
+                                          valueBlock, causalBlock);
       if (failed(lowered))
         return signalPassFailure();
     }

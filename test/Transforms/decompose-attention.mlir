@@ -2,7 +2,8 @@
 
 // Static shapes, delta rule: three projections split into heads, DPFP on q
 // and k, the gate, the scan, heads merged and the output layer accumulated
-// onto the broadcast bias.
+// onto the broadcast bias. Each projection accumulates from zeros of its
+// own (one shared init would be copied by bufferization).
 
 // CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
@@ -17,9 +18,11 @@
 // CHECK: arith.mulf
 // CHECK: arith.addf
 // CHECK: %[[QH:.*]] = tensor.expand_shape %[[Q]] {{\[}}[0], [1], [2, 3]] output_shape [16, 2, 4, 8] : tensor<16x2x32xf32> into tensor<16x2x4x8xf32>
-// CHECK: %[[K:.*]] = linalg.generic {{.*}} ins(%[[XV]], %[[WK]] : {{.*}}) outs(%[[ACC]] :
+// CHECK: %[[ACCK:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<16x2x32xf32>)
+// CHECK: %[[K:.*]] = linalg.generic {{.*}} ins(%[[XV]], %[[WK]] : {{.*}}) outs(%[[ACCK]] :
 // CHECK: %[[KH:.*]] = tensor.expand_shape %[[K]]
-// CHECK: %[[V:.*]] = linalg.generic {{.*}} ins(%[[XV]], %[[WV]] : {{.*}}) outs(%[[ACC]] :
+// CHECK: %[[ACCV:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<16x2x32xf32>)
+// CHECK: %[[V:.*]] = linalg.generic {{.*}} ins(%[[XV]], %[[WV]] : {{.*}}) outs(%[[ACCV]] :
 // CHECK: %[[VH:.*]] = tensor.expand_shape %[[V]]
 // CHECK: %[[FQ:.*]] = fwp.dpfp %[[QH]] nu = 2 : tensor<16x2x4x8xf32> -> tensor<16x2x4x32xf32>
 // CHECK: %[[FK:.*]] = fwp.dpfp %[[KH]] nu = 2 : tensor<16x2x4x8xf32> -> tensor<16x2x4x32xf32>
