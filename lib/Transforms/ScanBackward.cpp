@@ -192,113 +192,111 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
 // With a single nonzero product (common for small d: the relus zero most
 // products) they differ by a fraction eps / s of either, and float32 kept
 // about 7 - log10(s / eps) digits of the difference: two for s = 0.1. Here
-// the m-th terms cancel exactly, and a single nonzero product gives
-// g[m] eps / s^2 to full precision. That needs phi[m] and g[m] phi[m] to be
-// rounded the same way in the sums and in the subtractions: they are plain
-// products (no FMA contraction, no reassociation), and the subtractions
-// plain ops.
+// the m-th terms cancel (to the sums' own rounding), and a single nonzero
+// product gives g[m] eps / s^2 to full precision. That needs phi[m] and
+// g[m] phi[m] to be the same numbers in the sums and in the subtractions:
+// phi is one tile that both read, the products of g . phi are rounded on
+// their own (no FMA contraction; the sums may be reassociated), and the
+// subtractions are plain ops.
 
-Value ScanKernels::plainProduct(Value src, ValueRange row, Value i, Value j) {
-  Value twoD = e.index(2 * config.dInput);
-  Value rolled = e.remIndex(e.subIndex(e.addIndex(j, twoD), i), twoD);
-  return arith::MulFOp::create(e.b, dpfpInput(src, row, j),
-                               dpfpInput(src, row, rolled));
+/// dL/dq and dL/dk of one chunk through DPFP's backward, as tiles: phi
+/// again (the products of the forward, unnormalised), s - eps and g . phi
+/// by rows, dL/dphi in place of g, then dL/dx from the two places each x[j]
+/// takes in phi (emitDpfpInputGradient), then the relus.
+void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
+                                   Value b, Value h, Value t0, Value len) {
+  int64_t chunk = config.chunk, d = config.dInput;
+  Value phi = chunkRows(buf.phi, b, h, t0, config.dFeature);
+  Value g = chunkRows(featureGrad, b, h, t0, config.dFeature);
+  Value sums = tiles.tile(buf.phiSums, {b, h, t0}, chunk);
+  Value dots = tiles.tile(buf.phiDots, {b, h, t0}, chunk);
+  emitDpfpProducts(x, buf.phi, b, h, t0);
+  tiles.rowSums(phi, sums, 0.0);
+  tiles.rowDotsOfRoundedProducts(g, phi, dots);
+  double eps = config.eps;
+  tiles.mapRows(
+      {g, phi}, {sums, dots}, g,
+      [&](OpBuilder &nb, Location loc, ValueRange gPhi, ValueRange sumDot) {
+        Value gm = gPhi[0], phiM = gPhi[1], total = sumDot[0],
+              gDotPhi = sumDot[1];
+        Value epsilon = arith::ConstantOp::create(
+            nb, loc, nb.getFloatAttr(e.elementType, eps));
+        Value s = arith::AddFOp::create(nb, loc, total, epsilon);
+        Value othersSum = arith::AddFOp::create(
+            nb, loc, epsilon, arith::SubFOp::create(nb, loc, total, phiM));
+        Value othersDot = arith::SubFOp::create(
+            nb, loc, gDotPhi, arith::MulFOp::create(nb, loc, gm, phiM));
+        Value scaled = arith::MulFOp::create(nb, loc, gm, othersSum);
+        return arith::DivFOp::create(
+                   nb, loc, arith::SubFOp::create(nb, loc, scaled, othersDot),
+                   arith::MulFOp::create(nb, loc, s, s))
+            .getResult();
+      });
+  emitDpfpInputGradient(x, featureGrad, b, h, t0);
+  // dL/dk[n] = dL/dx[n] where k[n] > 0, -dL/dx[n + d] where k[n] < 0 (x
+  // holds relu(k) and relu(-k)); zero at k[n] = 0. Into dx's first half.
+  Value zero = e.index(0), half = e.index(d);
+  Value positive = tiles.tile(x, {b, h, t0, zero}, chunk, d);
+  Value negative = tiles.tile(x, {b, h, t0, half}, chunk, d);
+  Value dxPositive = tiles.tile(buf.dx, {b, h, t0, zero}, chunk, d);
+  Value dxNegative = tiles.tile(buf.dx, {b, h, t0, half}, chunk, d);
+  tiles.mapRows(
+      {positive, dxPositive, negative, dxNegative}, {}, dxPositive,
+      [&](OpBuilder &nb, Location loc, ValueRange v, ValueRange) {
+        Value zeroF = arith::ConstantOp::create(
+            nb, loc, nb.getFloatAttr(e.elementType, 0.0));
+        auto where = [&](Value xv, Value grad) {
+          Value on = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OGT,
+                                           xv, zeroF);
+          return arith::SelectOp::create(nb, loc, on, grad, zeroF).getResult();
+        };
+        return arith::SubFOp::create(nb, loc, where(v[0], v[1]),
+                                     where(v[2], v[3]))
+            .getResult();
+      });
+  emitStepStore(dxPositive, out, b, h, t0, len);
 }
 
-Value ScanKernels::featureIndex(Value i, Value j) {
-  Value one = e.index(1), twoD = e.index(2 * config.dInput);
-  return e.addIndex(e.mulIndex(e.subIndex(i, one), twoD), j);
-}
-
-/// The row sums DPFP's backward needs: sum(phi) and g . phi of the raw row
-/// src[t, b, h, :], into stats[b, h, t, slot] and [slot + 1]. Once per row,
-/// rather than once per element of dq and dk.
-void ScanKernels::emitDpfpRowSums(Value src, Value grad, ValueRange row,
-                                  Value b, Value h, Value t, int64_t slot) {
-  Value one = e.index(1), twoD = e.index(2 * config.dInput),
-        nuEnd = e.index(config.nu + 1);
-  Value total = e.sum(one, nuEnd, [&](Value i) {
-    return e.sum(e.index(0), twoD,
-                 [&](Value j) { return plainProduct(src, row, i, j); });
-  });
-  Value gDotPhi = e.sum(one, nuEnd, [&](Value i) {
-    return e.sum(e.index(0), twoD, [&](Value j) {
-      Value g = e.load(grad, {b, h, t, featureIndex(i, j)});
-      return arith::MulFOp::create(e.b, g, plainProduct(src, row, i, j))
-          .getResult();
-    });
-  });
-  e.store(total, buf.dpfpSums, {b, h, t, e.index(slot)});
-  e.store(gDotPhi, buf.dpfpSums, {b, h, t, e.index(slot + 1)});
-}
-
-/// dL/dk[n] of the raw row src[t, b, h, :] given grad = dL/dphi'(k) in
-/// grad[b, h, t, :] and the row sums of emitDpfpRowSums at `slot`.
-Value ScanKernels::dpfpInputGradient(Value src, Value grad, ValueRange row,
-                                     Value b, Value h, Value t, Value n,
-                                     int64_t slot) {
-  int64_t d = config.dInput;
-  Value one = e.index(1), twoD = e.index(2 * d), nuEnd = e.index(config.nu + 1);
-  Value total = e.load(buf.dpfpSums, {b, h, t, e.index(slot)});
-  Value gDotPhi = e.load(buf.dpfpSums, {b, h, t, e.index(slot + 1)});
-  Value eps = e.real(config.eps);
-  Value s = e.add(total, eps);
-  Value sSquared = e.mul(s, s);
-  auto plainSub = [&](Value x, Value y) {
-    return arith::SubFOp::create(e.b, x, y).getResult();
+/// dL/dx of the chunk's rows of x = relu([k, -k]) (2d columns) into
+/// buf.dx, given dL/dphi in `dphi` (D = 2d nu columns). x[j] is a factor of
+/// phi_i[j] = x[j] x[j - i] and of phi_i[j + i] = x[j + i] x[j] (indices
+/// mod 2d), so dL/dx[j] = sum_i dphi_i[j] x[j - i] + dphi_i[j + i] x[j + i]:
+/// per i, four products of column ranges (each roll in two pieces).
+void ScanKernels::emitDpfpInputGradient(Value x, Value dphi, Value b, Value h,
+                                        Value t0) {
+  int64_t chunk = config.chunk, twoD = 2 * config.dInput;
+  auto cols = [&](Value buffer, int64_t col, int64_t width) {
+    return tiles.tile(buffer, {b, h, t0, e.index(col)}, chunk, width);
   };
-  auto dphi = [&](Value i, Value j) {
-    Value g = e.load(grad, {b, h, t, featureIndex(i, j)});
-    Value phi = plainProduct(src, row, i, j);
-    Value othersSum = arith::AddFOp::create(e.b, eps, plainSub(total, phi));
-    Value othersDot =
-        plainSub(gDotPhi, arith::MulFOp::create(e.b, g, phi).getResult());
-    Value scaled = arith::MulFOp::create(e.b, g, othersSum);
-    return e.div(plainSub(scaled, othersDot), sSquared);
-  };
-  // dL/dx[jj]: x[jj] appears in phi[i, jj] and in phi[i, (jj + i) mod 2d].
-  auto dx = [&](Value jj) {
-    return e.sum(one, nuEnd, [&](Value i) {
-      Value before = e.remIndex(e.subIndex(e.addIndex(jj, twoD), i), twoD);
-      Value after = e.remIndex(e.addIndex(jj, i), twoD);
-      return e.add(e.mul(dphi(i, jj), dpfpInput(src, row, before)),
-                   e.mul(dphi(i, after), dpfpInput(src, row, after)));
-    });
-  };
-  Value k = e.load(src, {row[0], row[1], row[2], n});
-  Value zero = e.real(0.0);
-  Value positive =
-      arith::CmpFOp::create(e.b, arith::CmpFPredicate::OGT, k, zero);
-  Value negative =
-      arith::CmpFOp::create(e.b, arith::CmpFPredicate::OLT, k, zero);
-  Value viaPositive = e.ifElse(
-      positive, [&] { return dx(n); }, zero);
-  Value viaNegative = e.ifElse(
-      negative, [&] { return e.neg(dx(e.addIndex(n, e.index(d)))); }, zero);
-  return e.add(viaPositive, viaNegative);
+  tiles.fill(cols(buf.dx, 0, twoD), 0.0);
+  for (int64_t i = 1; i <= config.nu; ++i) {
+    int64_t base = (i - 1) * twoD;
+    // dphi_i[j] x[j - i]: j >= i, then j < i wrapping around.
+    tiles.multiplyAdd(cols(dphi, base + i, twoD - i), cols(x, 0, twoD - i),
+                      cols(buf.dx, i, twoD - i));
+    tiles.multiplyAdd(cols(dphi, base, i), cols(x, twoD - i, i),
+                      cols(buf.dx, 0, i));
+    // dphi_i[j + i] x[j + i]: j < 2d - i, then j >= 2d - i wrapping around.
+    tiles.multiplyAdd(cols(dphi, base + i, twoD - i), cols(x, i, twoD - i),
+                      cols(buf.dx, 0, twoD - i));
+    tiles.multiplyAdd(cols(dphi, base, i), cols(x, 0, i),
+                      cols(buf.dx, twoD - i, i));
+  }
 }
 
-/// dq, dk from the feature gradients: through DPFP when fused, else as is.
+/// dq, dk from the feature gradients: through DPFP's backward when fused,
+/// else as they are.
 void ScanKernels::emitInputGrads(Value b, Value h, Value t0, Value len) {
-  auto inputs = {std::tuple{buf.q, buf.dqf, buf.dq, int64_t(0)},
-                 std::tuple{buf.k, buf.dkf, buf.dk, int64_t(2)}};
-  if (config.fusedDpfp)
-    e.parallel({len}, [&](ValueRange r) {
-      Value t = e.addIndex(t0, r[0]);
-      SmallVector<Value> row = {t, b, h};
-      for (auto [src, featureGrad, out, slot] : inputs)
-        emitDpfpRowSums(src, featureGrad, row, b, h, t, slot);
-    });
-  e.parallel({len, e.index(config.dInput)}, [&](ValueRange rn) {
-    Value t = e.addIndex(t0, rn[0]);
-    SmallVector<Value> row = {t, b, h};
-    for (auto [src, featureGrad, out, slot] : inputs) {
-      Value grad = config.fusedDpfp ? dpfpInputGradient(src, featureGrad, row,
-                                                        b, h, t, rn[1], slot)
-                                    : e.load(featureGrad, {b, h, t, rn[1]});
-      e.store(grad, out, {t, b, h, rn[1]});
-    }
-  });
+  if (!config.fusedDpfp) {
+    emitStepStore(chunkRows(buf.dqf, b, h, t0, config.dInput), buf.dq, b, h, t0,
+                  len);
+    emitStepStore(chunkRows(buf.dkf, b, h, t0, config.dInput), buf.dk, b, h, t0,
+                  len);
+    return;
+  }
+  // q, then k, through the same scratch rows.
+  emitDpfpBackward(buf.qx, buf.dqf, buf.dq, b, h, t0, len);
+  emitDpfpBackward(buf.kx, buf.dkf, buf.dk, b, h, t0, len);
 }
 
 } // namespace fwp

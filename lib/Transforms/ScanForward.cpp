@@ -153,12 +153,23 @@ void ScanKernels::ifWholeChunk(Value len, function_ref<void()> whole,
   e.ifThenElse(isWhole, whole, partial);
 }
 
-/// phi' of the chunk's rows of x = relu([k, -k]) as tiles:
-/// phi[:, (i-1) 2d + j] = x[:, j] x[:, (j - i) mod 2d] (torch.roll order) is
-/// two products of column ranges per i (j >= i, and j < i wrapping around);
-/// then each row divided by its sum + eps. Zero rows stay zero.
+/// phi' of the chunk's rows of x = relu([k, -k]) as tiles: phi
+/// (emitDpfpProducts), then each row divided by its sum + eps. Zero rows
+/// stay zero.
 void ScanKernels::emitDpfpTiles(Value x, Value features, Value norms, Value b,
                                 Value h, Value t0) {
+  emitDpfpProducts(x, features, b, h, t0);
+  Value phi = chunkRows(features, b, h, t0, config.dFeature);
+  Value sums = tiles.tile(norms, {b, h, t0}, config.chunk);
+  tiles.rowSums(phi, sums, config.eps);
+  tiles.divideRows(phi, sums);
+}
+
+/// phi, unnormalised, of the chunk's rows of x into `features`:
+/// phi[:, (i-1) 2d + j] = x[:, j] x[:, (j - i) mod 2d] (torch.roll order),
+/// two products of column ranges per i (j >= i, and j < i wrapping around).
+void ScanKernels::emitDpfpProducts(Value x, Value features, Value b, Value h,
+                                   Value t0) {
   int64_t chunk = config.chunk, twoD = 2 * config.dInput;
   Value zero = e.index(0);
   for (int64_t i = 1; i <= config.nu; ++i) {
@@ -171,10 +182,6 @@ void ScanKernels::emitDpfpTiles(Value x, Value features, Value norms, Value b,
                    tiles.tile(x, {b, h, t0, e.index(twoD - i)}, chunk, i),
                    tiles.tile(features, {b, h, t0, e.index(base)}, chunk, i));
   }
-  Value phi = tiles.tile(features, {b, h, t0, zero}, chunk, config.dFeature);
-  Value sums = tiles.tile(norms, {b, h, t0}, chunk);
-  tiles.rowSums(phi, sums, config.eps);
-  tiles.divideRows(phi, sums);
 }
 
 /// Columns [c0, c0 + cols) of the chunk's rows of the [T, B, H, W] input

@@ -94,8 +94,9 @@ struct ScanBuffers {
   // (C), dW~ and A^T dW~ (D), A^T dU (d_v), dbeta ([B, H, T']).
   Value dyw, du, dqf, dkf, dChunkEnds, dst, dsWritten, valuesT, dp, da, atda,
       dm, squareT, dwt, atdwt, atdu, dbw;
-  // DPFP's backward, per step: sum(phi) and g . phi of q, then of k (4).
-  Value dpfpSums;
+  // DPFP's backward, for q and then k: phi unnormalised (D), sum(phi) and
+  // g . phi ([B, H, T']), dL/dx (2d).
+  Value phi, phiSums, phiDots, dx;
 };
 
 /// Emits the kernels of one scan into the current insertion point.
@@ -133,12 +134,10 @@ private:
   void emitFeatures(Value b, Value h, Value t0, Value len);
   void emitDpfpTiles(Value x, Value features, Value norms, Value b, Value h,
                      Value t0);
-  Value plainProduct(Value src, ValueRange row, Value i, Value j);
-  Value featureIndex(Value i, Value j);
-  void emitDpfpRowSums(Value src, Value grad, ValueRange row, Value b, Value h,
-                       Value t, int64_t slot);
-  Value dpfpInputGradient(Value src, Value grad, ValueRange row, Value b,
-                          Value h, Value t, Value n, int64_t slot);
+  void emitDpfpProducts(Value x, Value features, Value b, Value h, Value t0);
+  void emitDpfpBackward(Value x, Value featureGrad, Value out, Value b, Value h,
+                        Value t0, Value len);
+  void emitDpfpInputGradient(Value x, Value dphi, Value b, Value h, Value t0);
 
   // Forward pieces.
   void emitChunkLoad(Value src, Value dst, Value b, Value h, Value c0, Value t0,

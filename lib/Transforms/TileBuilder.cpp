@@ -192,6 +192,18 @@ void TileBuilder::multiply(Value lhs, Value rhs, Value out) {
   });
 }
 
+void TileBuilder::multiplyAdd(Value lhs, Value rhs, Value out) {
+  int64_t r = rank(out);
+  linalg::GenericOp::create(
+      b, ValueRange{lhs, rhs}, ValueRange{out},
+      {identityMap(r), identityMap(r), identityMap(r)}, parallel(r),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value xy = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
+        Value v = arith::AddFOp::create(nb, loc, args[2], xy, kFlags);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
 void TileBuilder::rowSums(Value in, Value sums, double offset) {
   fill(sums, offset);
   MLIRContext *ctx = b.getContext();
@@ -217,6 +229,43 @@ void TileBuilder::addRowDots(Value lhs, Value rhs, Value sums) {
         Value v = arith::AddFOp::create(nb, loc, args[2], xy, kFlags);
         linalg::YieldOp::create(nb, loc, v);
       });
+}
+
+void TileBuilder::rowDotsOfRoundedProducts(Value lhs, Value rhs, Value sums) {
+  fill(sums, 0.0);
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  linalg::GenericOp::create(
+      b, ValueRange{lhs, rhs}, ValueRange{sums},
+      {identityMap(2), identityMap(2), row},
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        // The sum may be reassociated; the product must not be contracted
+        // into it.
+        Value xy = arith::MulFOp::create(nb, loc, args[0], args[1]);
+        Value v = arith::AddFOp::create(nb, loc, args[2], xy,
+                                        arith::FastMathFlags::reassoc);
+        linalg::YieldOp::create(nb, loc, v);
+      });
+}
+
+void TileBuilder::mapRows(
+    ValueRange ins, ValueRange rows, Value out,
+    function_ref<Value(OpBuilder &, Location, ValueRange, ValueRange)> body) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  SmallVector<Value> operands(ins);
+  llvm::append_range(operands, rows);
+  SmallVector<AffineMap> maps(ins.size(), identityMap(2));
+  maps.append(rows.size(), row);
+  maps.push_back(identityMap(2));
+  linalg::GenericOp::create(b, operands, ValueRange{out}, maps, parallel(2),
+                            [&](OpBuilder &nb, Location loc, ValueRange args) {
+                              Value v =
+                                  body(nb, loc, args.take_front(ins.size()),
+                                       args.slice(ins.size(), rows.size()));
+                              linalg::YieldOp::create(nb, loc, v);
+                            });
 }
 
 void TileBuilder::divideRows(Value tile, Value divisors) {

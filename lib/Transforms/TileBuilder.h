@@ -82,12 +82,30 @@ public:
   /// out = lhs * rhs, elementwise.
   void multiply(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
 
+  /// out += lhs * rhs, elementwise.
+  void multiplyAdd(mlir::Value lhs, mlir::Value rhs, mlir::Value out);
+
   /// sums[i] += sum_j lhs[i, j] rhs[i, j] (1-D sums): the rows' dot
   /// products.
   void addRowDots(mlir::Value lhs, mlir::Value rhs, mlir::Value sums);
 
   /// sums[i] = offset + sum_j in[i, j] (1-D sums).
   void rowSums(mlir::Value in, mlir::Value sums, double offset);
+
+  /// sums[i] = sum_j lhs[i, j] rhs[i, j] with every product rounded on its
+  /// own (no FMA): the terms are then exactly what a later lhs * rhs
+  /// subtracts from the sum.
+  void rowDotsOfRoundedProducts(mlir::Value lhs, mlir::Value rhs,
+                                mlir::Value sums);
+
+  /// out[i, j] = body(ins[0][i, j], ..., rows[0][i], ...): an elementwise
+  /// map of 2-D tiles and of 1-D per-row values, whose body builds plain
+  /// arithmetic (no reassociation or contraction unless it asks).
+  void mapRows(mlir::ValueRange ins, mlir::ValueRange rows, mlir::Value out,
+               llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                              mlir::ValueRange elements,
+                                              mlir::ValueRange rowValues)>
+                   body);
 
   /// tile[i, j] /= divisors[i] (1-D divisors).
   void divideRows(mlir::Value tile, mlir::Value divisors);

@@ -267,8 +267,12 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
   buf.dkf = alloc.workspace(config->dFeature);
   buf.dp = alloc.workspace(config->chunk);
   buf.dChunkEnds = alloc.perChunkStates();
-  if (config->fusedDpfp)
-    buf.dpfpSums = alloc.workspace(4);
+  if (config->fusedDpfp) {
+    buf.phi = alloc.workspace(config->dFeature);
+    buf.phiSums = alloc.workspaceColumn();
+    buf.phiDots = alloc.workspaceColumn();
+    buf.dx = alloc.workspace(2 * config->dInput);
+  }
   if (config->isDelta()) {
     auto betaType = op.getDbeta().getType();
     buf.dbeta =
