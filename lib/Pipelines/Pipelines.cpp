@@ -67,7 +67,7 @@ constexpr int64_t kGpuValueBlock = 32;
 
 void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize,
                              int64_t valueBlock, int64_t causalBlock,
-                             bool fuseForward) {
+                             bool fuse) {
   pm.addPass(createFwpWidenStorage());
   pm.addPass(createFwpDecomposeAttention());
   pm.addPass(createFwpFuseDpfp());
@@ -77,7 +77,7 @@ void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize,
   tileScan.chunkSize = chunkSize;
   tileScan.valueBlock = valueBlock;
   tileScan.causalBlock = causalBlock;
-  tileScan.fuseForward = fuseForward;
+  tileScan.fuse = fuse;
   pm.addPass(createFwpTileScan(tileScan));
 
   // Tensors at function boundaries become plain (identity-layout) memrefs,
@@ -98,7 +98,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // instance. (The GPU keeps whole products, which deal evenly across its
   // warps, and value blocks of 32, which fill its grid.)
   buildFwpToLoopsPipeline(pm, options.chunkSize, kCpuValueBlock,
-                          kCpuCausalBlock, /*fuseForward=*/true);
+                          kCpuCausalBlock, /*fuse=*/true);
   // The host frees its workspace. (The PTX pipeline leaves the host side to
   // the runtime, and canonicalising the kernels before they are mapped to
   // threads made ptxas spill, so it skips both.)
@@ -137,7 +137,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
   buildFwpToLoopsPipeline(pm, options.chunkSize, kGpuValueBlock,
-                          /*causalBlock=*/0, /*fuseForward=*/false);
+                          /*causalBlock=*/0, /*fuse=*/false);
   // The scan kernels first: their products onto the tensor cores, the rest
   // of their tiles onto the block's threads; what is left are the dense
   // loops of the projections, the output layer and the gradients.

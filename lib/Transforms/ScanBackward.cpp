@@ -13,6 +13,8 @@ using namespace mlir;
 namespace fwp {
 
 void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
+  if (config.fused)
+    return emitFusedBackward(seqLen, batch, heads);
   Value chunks = numChunks(seqLen);
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state_grad", {batch, heads, blocks}, [&](ValueRange ids) {
@@ -36,6 +38,31 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
   });
 }
 
+/// One instance per (batch, head) goes backwards over the chunks: each
+/// chunk's preparation again and U from its start state (the forward kept
+/// only those), then its state gradient, chunk gradients and DPFP's
+/// backward, all on the chunk's rows of a workspace that holds one chunk.
+void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
+  Value chunks = numChunks(seqLen);
+  Value zero = e.index(0);
+  e.kernel("scan_backward", {batch, heads, e.index(1)}, [&](ValueRange ids) {
+    Value b = ids[0], h = ids[1];
+    emitBlockRowsInit(buf.dFinal, buf.dState, b, h, zero);
+    e.forLoop(zero, chunks, [&](Value i) {
+      Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
+      auto [t0, len] = chunkSpan(c, seqLen);
+      emitPrepare(b, h, c, t0, len);
+      Value st = tiles.tile(buf.st, {b, h, zero, zero}, config.dFeature,
+                            config.dValue);
+      tiles.transpose(chunkStartState(b, h, c), st);
+      emitNewValues(b, h, zero, st, t0);
+      emitStateGradChunk(b, h, zero, c, t0, len);
+      emitChunkGrad(b, h, c, t0, len);
+      emitInputGrads(b, h, t0, len);
+    });
+  });
+}
+
 /// On the value block [v0, v0 + Bv), given its rows dS of the gradient of
 /// the chunk's end state: dU = P^T dY + K dS^T, then
 /// dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule). Value
@@ -44,18 +71,18 @@ void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value c,
                                      Value t0, Value len) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
-  Value zero = e.index(0);
+  Value zero = e.index(0), w0 = workspaceRow(t0);
   emitChunkLoad(buf.dy, buf.dyw, b, h, v0, t0, len, block);
   Value ds = tiles.tile(buf.dState, {b, h, v0, zero}, block, dFeature);
   Value dsT = tiles.tile(buf.dst, {b, h, zero, v0}, dFeature, block);
   tiles.transpose(ds, dsT);
-  Value dy = tiles.tile(buf.dyw, {b, h, t0, v0}, chunk, block);
-  Value du = tiles.tile(buf.du, {b, h, t0, v0}, chunk, block);
+  Value dy = tiles.tile(buf.dyw, {b, h, w0, v0}, chunk, block);
+  Value du = tiles.tile(buf.du, {b, h, w0, v0}, chunk, block);
   tiles.product(chunkRows(buf.pq, b, h, t0, chunk), dy, du, Transposed::Lhs);
   tiles.product(chunkRows(buf.kf, b, h, t0, dFeature), dsT, du,
                 Transposed::None, /*accumulate=*/true);
-  tiles.copy(ds,
-             tiles.tile(buf.dChunkEnds, {b, h, c, v0, zero}, block, dFeature));
+  tiles.copy(ds, tiles.tile(buf.dChunkEnds, {b, h, workspaceChunk(c), v0, zero},
+                            block, dFeature));
   tiles.product(dy, chunkRows(buf.qf, b, h, t0, dFeature), ds, Transposed::Lhs,
                 /*accumulate=*/true);
   if (!config.isDelta())
@@ -102,7 +129,7 @@ void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
   Value dy = rows(buf.dyw, dValue), u = rows(buf.u, dValue),
         q = rows(buf.qf, dFeature), k = rows(buf.kf, dFeature),
         dp = rows(buf.dp, chunk);
-  Value state = perChunk(buf.chunkStates, dValue, dFeature);
+  Value state = chunkStartState(b, h, c);
   Value stateGrad = perChunk(buf.dChunkEnds, dValue, dFeature);
   Value valuesT = perChunk(buf.valuesT, dValue, chunk);
   // dP = tril(dY U^T).
@@ -137,9 +164,8 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
   Value du = rows(buf.du, dValue), dwt = rows(buf.dwt, dFeature),
         da = rows(buf.da, chunk), a = rows(buf.a, chunk),
         k = rows(buf.kf, dFeature), v = rows(buf.vt, dValue),
-        beta = tiles.tile(buf.bt, {b, h, t0}, chunk);
-  tiles.product(du, chunkMatrix(buf.chunkStates, b, h, c, dValue, dFeature),
-                dwt);
+        beta = tiles.tile(buf.bt, {b, h, workspaceRow(t0)}, chunk);
+  tiles.product(du, chunkStartState(b, h, c), dwt);
   tiles.negate(dwt);
   Value valuesT = chunkMatrix(buf.valuesT, b, h, c, dValue, chunk);
   tiles.transpose(v, valuesT);
@@ -159,7 +185,7 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
   tiles.negate(dm);
   tiles.maskLower(dm, /*strict=*/true);
   // dbeta = rowsum(A^T dU * V) + rowsum(A^T dW~ * K) + rowsum(dM * G).
-  Value dbeta = tiles.tile(buf.dbw, {b, h, t0}, chunk);
+  Value dbeta = tiles.tile(buf.dbw, {b, h, workspaceRow(t0)}, chunk);
   tiles.fill(dbeta, 0.0);
   tiles.addRowDots(atdu, v, dbeta);
   tiles.addRowDots(atdwt, k, dbeta);
@@ -208,9 +234,10 @@ void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
   int64_t chunk = config.chunk, d = config.dInput;
   Value phi = chunkRows(buf.phi, b, h, t0, config.dFeature);
   Value g = chunkRows(featureGrad, b, h, t0, config.dFeature);
-  Value sums = tiles.tile(buf.phiSums, {b, h, t0}, chunk);
-  Value dots = tiles.tile(buf.phiDots, {b, h, t0}, chunk);
-  emitDpfpProducts(x, buf.phi, b, h, t0);
+  Value w0 = workspaceRow(t0);
+  Value sums = tiles.tile(buf.phiSums, {b, h, w0}, chunk);
+  Value dots = tiles.tile(buf.phiDots, {b, h, w0}, chunk);
+  emitDpfpProducts(x, buf.phi, b, h, w0);
   tiles.rowSums(phi, sums, 0.0);
   tiles.rowDotsOfRoundedProducts(g, phi, dots);
   double eps = config.eps;
@@ -232,14 +259,14 @@ void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
                    arith::MulFOp::create(nb, loc, s, s))
             .getResult();
       });
-  emitDpfpInputGradient(x, featureGrad, b, h, t0);
+  emitDpfpInputGradient(x, featureGrad, b, h, w0);
   // dL/dk[n] = dL/dx[n] where k[n] > 0, -dL/dx[n + d] where k[n] < 0 (x
   // holds relu(k) and relu(-k)); zero at k[n] = 0. Into dx's first half.
   Value zero = e.index(0), half = e.index(d);
-  Value positive = tiles.tile(x, {b, h, t0, zero}, chunk, d);
-  Value negative = tiles.tile(x, {b, h, t0, half}, chunk, d);
-  Value dxPositive = tiles.tile(buf.dx, {b, h, t0, zero}, chunk, d);
-  Value dxNegative = tiles.tile(buf.dx, {b, h, t0, half}, chunk, d);
+  Value positive = tiles.tile(x, {b, h, w0, zero}, chunk, d);
+  Value negative = tiles.tile(x, {b, h, w0, half}, chunk, d);
+  Value dxPositive = tiles.tile(buf.dx, {b, h, w0, zero}, chunk, d);
+  Value dxNegative = tiles.tile(buf.dx, {b, h, w0, half}, chunk, d);
   tiles.mapRows(
       {positive, dxPositive, negative, dxNegative}, {}, dxPositive,
       [&](OpBuilder &nb, Location loc, ValueRange v, ValueRange) {

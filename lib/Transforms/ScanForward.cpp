@@ -32,15 +32,15 @@ std::pair<Value, Value> ScanKernels::chunkSpan(Value c, Value seqLen) {
 }
 
 Value ScanKernels::workspaceRow(Value t0) {
-  return config.fusedForward ? e.index(0) : t0;
+  return config.fused ? e.index(0) : t0;
 }
 
 Value ScanKernels::workspaceChunk(Value c) {
-  return config.fusedForward ? e.index(0) : c;
+  return config.fused ? e.index(0) : c;
 }
 
 void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
-  if (config.fusedForward)
+  if (config.fused)
     return emitFusedForward(seqLen, batch, heads);
   Value chunks = numChunks(seqLen);
   e.kernel("scan_prepare", {batch, heads, chunks}, [&](ValueRange ids) {
@@ -129,18 +129,26 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
   emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, w0);
 }
 
-/// The chunk's C x width tile of the workspace `buffer` ([B, H, T', *]).
+/// The C x width tile of the workspace `buffer` ([B, H, T', *]) of the
+/// chunk that starts at step t0.
 Value ScanKernels::chunkRows(Value buffer, Value b, Value h, Value t0,
                              int64_t width) {
-  return tiles.tile(buffer, {b, h, t0, e.index(0)}, config.chunk, width);
+  return tiles.tile(buffer, {b, h, workspaceRow(t0), e.index(0)}, config.chunk,
+                    width);
 }
 
-/// Chunk c's rows x cols matrix of the per-chunk `buffer`
+/// Chunk c's rows x cols matrix of the per-chunk workspace `buffer`
 /// ([B, H, chunks, rows, cols]).
 Value ScanKernels::chunkMatrix(Value buffer, Value b, Value h, Value c,
                                int64_t rows, int64_t cols) {
   Value zero = e.index(0);
-  return tiles.tile(buffer, {b, h, c, zero, zero}, rows, cols);
+  return tiles.tile(buffer, {b, h, workspaceChunk(c), zero, zero}, rows, cols);
+}
+
+Value ScanKernels::chunkStartState(Value b, Value h, Value c) {
+  Value zero = e.index(0);
+  return tiles.tile(buf.chunkStates, {b, h, c, zero, zero}, config.dValue,
+                    config.dFeature);
 }
 
 /// Whole chunks (all but perhaps the last) move between the inputs or
@@ -362,14 +370,8 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
   tiles.transpose(s, st);
   Value q = tiles.tile(buf.qf, {b, h, w0, zero}, chunk, dFeature);
   Value k = tiles.tile(buf.kf, {b, h, w0, zero}, chunk, dFeature);
-  // U = U~ - W~ S^T (delta); U = V (sum).
+  emitNewValues(b, h, v0, st, t0);
   Value u = tiles.tile(buf.u, {b, h, w0, v0}, chunk, block);
-  if (config.isDelta()) {
-    tiles.product(tiles.tile(buf.wt, {b, h, w0, zero}, chunk, dFeature), st, u);
-    tiles.subtract(tiles.tile(buf.ut, {b, h, w0, v0}, chunk, block), u, u);
-  } else {
-    tiles.copy(tiles.tile(buf.vt, {b, h, w0, v0}, chunk, block), u);
-  }
   // A backward keeps S.
   if (buf.chunkStates)
     tiles.copy(
@@ -396,6 +398,19 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
   }
   // S' = S + U^T K.
   tiles.product(u, k, s, Transposed::Lhs, /*accumulate=*/true);
+}
+
+/// U = U~ - W~ S^T (delta), U = V (sum), on the value block [v0, v0 + Bv),
+/// given the block's columns `st` of S^T at the chunk's start.
+void ScanKernels::emitNewValues(Value b, Value h, Value v0, Value st,
+                                Value t0) {
+  int64_t chunk = config.chunk, block = config.valueBlock;
+  Value zero = e.index(0), w0 = workspaceRow(t0);
+  Value u = tiles.tile(buf.u, {b, h, w0, v0}, chunk, block);
+  if (!config.isDelta())
+    return tiles.copy(tiles.tile(buf.vt, {b, h, w0, v0}, chunk, block), u);
+  tiles.product(chunkRows(buf.wt, b, h, t0, config.dFeature), st, u);
+  tiles.subtract(tiles.tile(buf.ut, {b, h, w0, v0}, chunk, block), u, u);
 }
 
 } // namespace fwp

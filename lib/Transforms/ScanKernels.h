@@ -51,11 +51,13 @@ struct ScanConfig {
   // Row block of the products with a triangular operand or result (P, G,
   // W~, U~, P U); 0 for whole products.
   int64_t causalBlock = 0;
-  /// The forward as one kernel per (batch, head), each chunk's preparation
-  /// right before its state step (valueBlock is then dValue): the workspace
-  /// holds one chunk per (batch, head), rows [0, C), and stays in cache.
-  /// The CPU's choice; a backward's recomputation never fuses.
-  bool fusedForward = false;
+  /// One kernel per (batch, head) for the forward (each chunk's
+  /// preparation right before its state step) and one for the backward
+  /// (backwards over the chunks: each chunk's preparation and U again, then
+  /// its gradients), valueBlock then being dValue: the workspace holds one
+  /// chunk per (batch, head), rows [0, C), and stays in cache; only the
+  /// chunk start states are kept for every chunk. The CPU's choice.
+  bool fused = false;
 
   bool isDelta() const { return rule == Rule::Delta; }
 };
@@ -108,8 +110,11 @@ public:
   /// prepare and state: y, the final state, and (if their buffers are set)
   /// A, U and the chunk start states for a backward.
   void emitForward(Value seqLen, Value batch, Value heads);
-  /// prepare and state in one kernel (ScanConfig::fusedForward).
+  /// prepare and state in one kernel (ScanConfig::fused).
   void emitFusedForward(Value seqLen, Value batch, Value heads);
+  /// prepare, U, state_grad, chunk_grad and input_grad in one kernel,
+  /// backwards over the chunks (ScanConfig::fused).
+  void emitFusedBackward(Value seqLen, Value batch, Value heads);
   /// state_grad and chunk_grad; emitForward must have run first with A, U
   /// and the chunk start states kept.
   void emitBackward(Value seqLen, Value batch, Value heads);
@@ -128,6 +133,8 @@ private:
   Value workspaceChunk(Value c);
   Value chunkMatrix(Value buffer, Value b, Value h, Value c, int64_t rows,
                     int64_t cols);
+  /// The state at chunk c's start (kept for a backward).
+  Value chunkStartState(Value b, Value h, Value c);
 
   // DPFP, on the raw row src[t, b, h, :].
   Value dpfpInput(Value src, ValueRange row, Value j);
@@ -149,6 +156,7 @@ private:
   void emitBlockRowsInit(Value source, Value target, Value b, Value h,
                          Value v0);
   void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len);
+  void emitNewValues(Value b, Value h, Value v0, Value st, Value t0);
 
   // Backward pieces.
   void emitStateGradChunk(Value b, Value h, Value v0, Value c, Value t0,

@@ -39,7 +39,8 @@ Value allocate(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
 /// and DPFP.
 template <typename ScanLikeOp>
 FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
-                                 int64_t valueBlock, int64_t causalBlock) {
+                                 int64_t valueBlock, int64_t causalBlock,
+                                 bool fuse) {
   auto qType = op.getQ().getType();
   auto vType = op.getV().getType();
   Type elementType = vType.getElementType();
@@ -66,6 +67,10 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
   config.valueBlock =
       config.dValue % valueBlock == 0 ? valueBlock : config.dValue;
   config.causalBlock = causalBlock;
+  // A fused kernel takes all value columns: one instance per (batch, head).
+  config.fused = fuse;
+  if (fuse)
+    config.valueBlock = config.dValue;
   return config;
 }
 
@@ -108,12 +113,17 @@ public:
     return allocate(b, {dyn, dyn, dyn}, {batch, heads, workspaceSteps()},
                     elementType);
   }
-  /// One state per chunk, [B, H, chunks, d_v, D].
-  Value perChunkStates() { return perChunk(config.dValue, config.dFeature); }
+  /// One state per chunk, [B, H, chunks, d_v, D], fused or not.
+  Value perChunkStates() {
+    return allocate(b, {dyn, dyn, dyn, config.dValue, config.dFeature},
+                    {batch, heads, chunks(), e.index(config.dValue),
+                     e.index(config.dFeature)},
+                    elementType);
+  }
   /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols] (one
-  /// chunk for a fused forward's workspace).
+  /// chunk for a fused workspace).
   Value perChunk(int64_t rows, int64_t cols) {
-    Value count = config.fusedForward ? e.index(1) : chunks();
+    Value count = config.fused ? e.index(1) : chunks();
     return allocate(b, {dyn, dyn, dyn, rows, cols},
                     {batch, heads, count, e.index(rows), e.index(cols)},
                     elementType);
@@ -134,7 +144,7 @@ private:
   }
 
   Value workspaceSteps() {
-    return config.fusedForward ? e.index(config.chunk) : paddedSteps();
+    return config.fused ? e.index(config.chunk) : paddedSteps();
   }
 
   SmallVector<Value> stateSizes() {
@@ -205,14 +215,11 @@ void readInputs(ImplicitLocOpBuilder &b, ScanLikeOp op, ScanBuffers &buf) {
 }
 
 LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock,
-                        int64_t causalBlock, bool fuseForward) {
-  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock, causalBlock);
+                        int64_t causalBlock, bool fuse) {
+  FailureOr<ScanConfig> config =
+      readConfig(op, chunk, valueBlock, causalBlock, fuse);
   if (failed(config))
     return failure();
-  if (fuseForward) {
-    config->fusedForward = true;
-    config->valueBlock = config->dValue;
-  }
   ImplicitLocOpBuilder b(op.getLoc(), op);
   ScanBuffers buf;
   readInputs(b, op, buf);
@@ -237,8 +244,9 @@ LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock,
 }
 
 LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
-                            int64_t causalBlock) {
-  FailureOr<ScanConfig> config = readConfig(op, chunk, valueBlock, causalBlock);
+                            int64_t causalBlock, bool fuse) {
+  FailureOr<ScanConfig> config =
+      readConfig(op, chunk, valueBlock, causalBlock, fuse);
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -266,7 +274,7 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
   buf.dqf = alloc.workspace(config->dFeature);
   buf.dkf = alloc.workspace(config->dFeature);
   buf.dp = alloc.workspace(config->chunk);
-  buf.dChunkEnds = alloc.perChunkStates();
+  buf.dChunkEnds = alloc.perChunk(config->dValue, config->dFeature);
   if (config->fusedDpfp) {
     buf.phi = alloc.workspace(config->dFeature);
     buf.phiSums = alloc.workspaceColumn();
@@ -334,9 +342,9 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     for (Operation *op : scans) {
       LogicalResult lowered =
           isa<ScanOp>(op) ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock,
-                                      causalBlock, fuseForward)
+                                      causalBlock, fuse)
                           : lowerScanGrad(cast<ScanGradOp>(op), chunkSize,
-                                          valueBlock, causalBlock);
+                                          valueBlock, causalBlock, fuse);
       if (failed(lowered))
         return signalPassFailure();
     }

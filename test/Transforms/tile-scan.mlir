@@ -1,7 +1,7 @@
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=32 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BLOCKS
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=32 causal-block=16" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=CAUSAL
-// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 fuse-forward=1" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
+// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 fuse=1" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: not fwp-opt %s -fwp-tile-scan=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
 // RUN: not fwp-opt %s -fwp-tile-scan=value-block=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
 
@@ -48,7 +48,7 @@
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
 // CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
 // CAUSAL: } {fwp.kernel = "scan_state", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
-// With fuse-forward (the CPU's choice), one kernel over (batch, head) runs
+// With fuse (the CPU's choice), one kernel over (batch, head) runs
 // each chunk's preparation right before its state step, on all 8 value
 // columns; the workspace holds one chunk (16 rows) per (batch, head).
 // FUSED-LABEL: func @delta_fused
@@ -134,11 +134,22 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // The gradient: prepare and state (keeping every chunk's start state: a
 // copy of the state tile), then the state gradient backwards over chunks
 // and the per-chunk gradients in parallel.
-// A gradient's recomputation of the forward never fuses: the backward
-// reads every chunk's rows.
+// Fused, a gradient keeps one state per chunk (the chunk start states) and
+// a workspace of one chunk: scan_forward keeps the states, then
+// scan_backward goes backwards over the chunks, preparing each again.
 // FUSED-LABEL: func @delta_grad
-// FUSED: fwp.kernel = "scan_prepare"
-// FUSED: fwp.kernel = "scan_state"
+// FUSED: %[[N:.*]] = arith.ceildivsi
+// FUSED: %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}, %[[N]]) : memref<?x?x?x8x16xf32>
+// FUSED: %[[ENDS:.*]] = memref.alloc(%{{.*}}, %{{.*}}, %c1{{.*}}) : memref<?x?x?x8x16xf32>
+// FUSED: } {fwp.kernel = "scan_forward", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+// FUSED: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
+// FUSED: scf.for %[[I:.*]] = %{{.*}} to %[[M:.*]] step
+// FUSED: arith.subi %[[M]], %c1
+// FUSED: arith.subi %{{.*}}, %[[I]]
+// FUSED: linalg.transpose ins(%{{.*}} : memref<8x16xf32{{.*}}) outs(%[[ST:.*]] : memref<16x8xf32
+// FUSED: linalg.matmul ins(%{{.*}}, %[[ST]] : memref<16x16xf32{{.*}}, memref<16x8xf32
+// FUSED: } {fwp.kernel = "scan_backward", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+// FUSED-NOT: fwp.kernel
 // CHECK-LABEL: func @delta_grad
 // CHECK: %[[STATES:.*]] = memref.alloc({{.*}}) : memref<?x?x?x8x16xf32>
 // CHECK: scf.forall

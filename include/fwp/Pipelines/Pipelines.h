@@ -67,10 +67,10 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
 
 /// fwp on tensors -> loops on buffers, results as out-parameters (both
 /// pipelines start like this). `valueBlock`, `causalBlock` and
-/// `fuseForward` are fwp-tile-scan's options.
+/// `fuse` are fwp-tile-scan's options.
 void buildFwpToLoopsPipeline(mlir::OpPassManager &pm, int64_t chunkSize,
                              int64_t valueBlock, int64_t causalBlock,
-                             bool fuseForward);
+                             bool fuse);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
                            const CpuPipelineOptions &options);
 void buildFwpToPtxPipeline(mlir::OpPassManager &pm,

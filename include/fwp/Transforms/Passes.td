@@ -88,6 +88,15 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
       `Y = Q S^T + P U`, `S' = S + U^T K` on the block's rows of the state.
       Value blocks are independent, so the grid grows with d_v.
 
+    With `fuse` (the CPU pipeline's choice) the two are one kernel,
+    `scan_forward`, over (batch, head): each chunk's preparation, then its
+    state step on all d_v columns, so that the workspace holds one chunk
+    per (batch, head) and stays in cache. `fwp.scan_grad` then runs that
+    kernel (keeping each chunk's start state) and one more,
+    `scan_backward`, backwards over the chunks: each chunk's preparation
+    and U again, then its state gradient, chunk gradients and DPFP's
+    backward.
+
     Inside a kernel, each tile operation (and each `scf.parallel` loop) is
     work the thread block shares; sequential `scf.for` loops are run by
     every thread. Feature and value sizes must be static; the sequence,
@@ -106,11 +115,13 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
            "result (P, G, W~, U~ and P U), which then skip the blocks above "
            "the diagonal; 0 (or a block that does not cut the chunk in two "
            "or more): whole products">,
-    Option<"fuseForward", "fuse-forward", "bool", /*default=*/"false",
-           "fwp.scan as one kernel, `scan_forward`, over (batch, head): "
-           "each chunk's preparation right before its state step, on all "
-           "d_v columns, with a workspace of one chunk per (batch, head) "
-           "that stays in cache (fwp.scan_grad keeps the two kernels)">
+    Option<"fuse", "fuse", "bool", /*default=*/"false",
+           "one kernel per (batch, head) for the forward, `scan_forward`, "
+           "and for fwp.scan_grad one more for the backward, "
+           "`scan_backward`, each going through the chunks in order with "
+           "a workspace of one chunk per (batch, head) that stays in "
+           "cache; the only per-chunk buffer left is the chunk start "
+           "states of a gradient">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
