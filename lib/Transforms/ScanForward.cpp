@@ -67,7 +67,9 @@ void ScanKernels::emitFusedForward(Value seqLen, Value batch, Value heads) {
     emitBlockRowsInit(buf.initial, buf.state, ids[0], ids[1], zero);
     e.forLoop(zero, chunks, [&](Value c) {
       auto [t0, len] = chunkSpan(c, seqLen);
-      emitPrepare(ids[0], ids[1], c, t0, len);
+      // Without outputs (a gradient's forward, which keeps only the chunk
+      // start states) neither Q nor P is needed.
+      emitPrepare(ids[0], ids[1], c, t0, len, /*withQueries=*/bool(buf.y));
       emitStateChunk(ids[0], ids[1], zero, c, t0, len);
     });
   });
@@ -83,11 +85,13 @@ Value ScanKernels::dpfpInput(Value src, ValueRange row, Value j) {
 /// The features of the chunk's rows of q and k, [b, h, t, :], zero past the
 /// sequence end. Without DPFP, a copy. With it, the loads build
 /// x = relu([q, -q]) (the only reads of q and k), and DPFP itself is tile
-/// operations (emitDpfpTiles).
-void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
-  std::pair<Value, Value> rows[] = {
-      {buf.q, config.fusedDpfp ? buf.qx : buf.qf},
-      {buf.k, config.fusedDpfp ? buf.kx : buf.kf}};
+/// operations (emitDpfpTiles). Only k's without `withQueries`.
+void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len,
+                               bool withQueries) {
+  SmallVector<std::pair<Value, Value>, 2> rows;
+  if (withQueries)
+    rows.push_back({buf.q, config.fusedDpfp ? buf.qx : buf.qf});
+  rows.push_back({buf.k, config.fusedDpfp ? buf.kx : buf.kf});
   int64_t width = config.fusedDpfp ? 2 * config.dInput : config.dFeature;
   Value w0 = workspaceRow(t0);
   ifWholeChunk(
@@ -125,7 +129,8 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
       });
   if (!config.fusedDpfp)
     return;
-  emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, w0);
+  if (withQueries)
+    emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, w0);
   emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, w0);
 }
 
@@ -306,8 +311,9 @@ void ScanKernels::emitBlockInverse(Value b, Value h, Value t0) {
     }
 }
 
-void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {
-  emitFeatures(b, h, t0, len);
+void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len,
+                              bool withQueries) {
+  emitFeatures(b, h, t0, len, withQueries);
   emitChunkLoads(b, h, t0, len);
   // From here on, only the workspace: its rows of the chunk.
   t0 = workspaceRow(t0);
@@ -317,12 +323,15 @@ void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {
   Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
   Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
   Value kt = tiles.tile(buf.kt, {b, h, c, zero, zero}, dFeature, chunk);
-  tiles.transpose(k, kt);
-  // P = tril(Q K^T).
-  Value p = tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk);
   int64_t causal = config.causalBlock;
-  tiles.lowerProduct(q, kt, p, causal, Triangular::Result);
-  tiles.maskLower(p, /*strict=*/false);
+  if (withQueries || config.isDelta())
+    tiles.transpose(k, kt);
+  // P = tril(Q K^T).
+  if (withQueries) {
+    Value p = tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk);
+    tiles.lowerProduct(q, kt, p, causal, Triangular::Result);
+    tiles.maskLower(p, /*strict=*/false);
+  }
   if (!config.isDelta())
     return;
   // G = stril(K K^T), then A, then W~ = A diag(b) K and U~ = A diag(b) V.

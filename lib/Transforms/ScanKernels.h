@@ -138,7 +138,8 @@ private:
 
   // DPFP, on the raw row src[t, b, h, :].
   Value dpfpInput(Value src, ValueRange row, Value j);
-  void emitFeatures(Value b, Value h, Value t0, Value len);
+  void emitFeatures(Value b, Value h, Value t0, Value len,
+                    bool withQueries = true);
   void emitDpfpTiles(Value x, Value features, Value norms, Value b, Value h,
                      Value t0);
   void emitDpfpProducts(Value x, Value features, Value b, Value h, Value t0);
@@ -152,7 +153,8 @@ private:
   void emitChunkLoads(Value b, Value h, Value t0, Value len);
   void emitInverse(Value b, Value h, Value t0);
   void emitBlockInverse(Value b, Value h, Value t0);
-  void emitPrepare(Value b, Value h, Value c, Value t0, Value len);
+  void emitPrepare(Value b, Value h, Value c, Value t0, Value len,
+                   bool withQueries = true);
   void emitBlockRowsInit(Value source, Value target, Value b, Value h,
                          Value v0);
   void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len);
