@@ -19,6 +19,7 @@
 #include "fwp/Conversion/Passes.h"
 #include "fwp/Transforms/Kernels.h"
 
+#include "DenseProducts.h"
 #include "VectorTiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -39,87 +40,6 @@ namespace {
 
 /// Rows taken together by one product: the height of a register tile.
 constexpr int64_t kRowBlock = 8;
-
-/// The operands of y[rows..., o] += x[rows..., i] W[o, i], if `op` is one:
-/// rows and o parallel, i the one reduction, every buffer with the identity
-/// layout (so the rows collapse into one dimension), o and i static.
-struct DenseProduct {
-  Value x, w, y;
-  int64_t in, out;
-  /// W is stored [in, out] (the input gradient dx = dy W reads nn.Linear's
-  /// W that way): no transposed copy is needed.
-  bool wIsTransposed = false;
-};
-
-/// Whether every buffer has the identity layout (so that its leading
-/// dimensions collapse into rows) and `weight` a static shape.
-bool plainBuffers(std::initializer_list<Value> buffers, Value weight) {
-  for (Value v : buffers)
-    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
-      return false;
-  return cast<MemRefType>(weight.getType()).hasStaticShape();
-}
-
-std::optional<DenseProduct> matchDenseProduct(linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
-    return std::nullopt;
-  unsigned loops = op.getNumLoops();
-  if (loops < 3 || op.getNumReductionLoops() != 1 ||
-      op.getIteratorTypesArray().back() != utils::IteratorType::reduction)
-    return std::nullopt;
-  MLIRContext *ctx = op.getContext();
-  auto dims = [&](ArrayRef<unsigned> positions) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned p : positions)
-      exprs.push_back(getAffineDimExpr(p, ctx));
-    return AffineMap::get(loops, 0, exprs, ctx);
-  };
-  SmallVector<unsigned> rows;
-  for (unsigned d = 0; d + 2 < loops; ++d)
-    rows.push_back(d);
-  SmallVector<unsigned> xDims = rows, yDims = rows;
-  xDims.push_back(loops - 1);
-  yDims.push_back(loops - 2);
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  bool transposed = maps[1] == dims({loops - 1, loops - 2});
-  if (maps[0] != dims(xDims) ||
-      (!transposed && maps[1] != dims({loops - 2, loops - 1})) ||
-      maps[2] != dims(yDims))
-    return std::nullopt;
-  DenseProduct p{op.getDpsInputs()[0],
-                 op.getDpsInputs()[1],
-                 op.getDpsInits()[0],
-                 0,
-                 0,
-                 transposed};
-  if (!plainBuffers({p.x, p.w, p.y}, p.w))
-    return std::nullopt;
-  auto wType = cast<MemRefType>(p.w.getType());
-  p.out = wType.getDimSize(transposed ? 1 : 0);
-  p.in = wType.getDimSize(transposed ? 0 : 1);
-  return p;
-}
-
-/// [rows..., n] -> [prod(rows), n].
-Value collapseRows(ImplicitLocOpBuilder &b, Value buffer) {
-  auto type = cast<MemRefType>(buffer.getType());
-  ReassociationIndices rows;
-  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
-    rows.push_back(d);
-  SmallVector<ReassociationIndices> groups = {rows, {type.getRank() - 1}};
-  return memref::CollapseShapeOp::create(b, buffer, groups);
-}
-
-/// The static [height, width] block of a 2-D buffer at (r0, c0).
-Value blockOf(ImplicitLocOpBuilder &b, Value buffer, Value r0, Value c0,
-              int64_t height, int64_t width) {
-  SmallVector<OpFoldResult> offsets = {r0, c0};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(height),
-                                     b.getIndexAttr(width)};
-  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
-  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
-}
 
 /// The static [height, width] block of the rows [m0, m0 + height).
 Value rowsOf(ImplicitLocOpBuilder &b, Value buffer, Value m0, int64_t height,
@@ -192,59 +112,6 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
   return ops;
 }
 
-/// dW[o, i] += sum over the rows of g[rows..., o] x[rows..., i]: a dense
-/// layer's weight gradient, if `op` is one (g, x with the identity layout,
-/// dW static).
-struct WeightGradient {
-  Value g, x, dw;
-  int64_t out, in;
-};
-
-std::optional<WeightGradient> matchWeightGradient(linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
-    return std::nullopt;
-  unsigned loops = op.getNumLoops();
-  if (loops < 3 || op.getNumParallelLoops() != 2)
-    return std::nullopt;
-  MLIRContext *ctx = op.getContext();
-  auto rowsAnd = [&](unsigned last) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d = 2; d < loops; ++d)
-      exprs.push_back(getAffineDimExpr(d, ctx));
-    exprs.push_back(getAffineDimExpr(last, ctx));
-    return AffineMap::get(loops, 0, exprs, ctx);
-  };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  AffineMap outMap = AffineMap::get(
-      loops, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
-  if (maps[0] != rowsAnd(0) || maps[1] != rowsAnd(1) || maps[2] != outMap)
-    return std::nullopt;
-  WeightGradient w{op.getDpsInputs()[0], op.getDpsInputs()[1],
-                   op.getDpsInits()[0], 0, 0};
-  if (!plainBuffers({w.g, w.x, w.dw}, w.dw))
-    return std::nullopt;
-  auto type = cast<MemRefType>(w.dw.getType());
-  w.out = type.getDimSize(0);
-  w.in = type.getDimSize(1);
-  return w;
-}
-
-/// acc += lhs^T rhs: lhs [k, m] read transposed, rhs [k, n].
-linalg::LinalgOp transposedProduct(ImplicitLocOpBuilder &b, Value lhs,
-                                   Value rhs, Value acc) {
-  MLIRContext *ctx = b.getContext();
-  AffineExpr m, n, k;
-  bindDims(ctx, m, n, k);
-  auto map = [&](AffineExpr x, AffineExpr y) {
-    return AffineMapAttr::get(AffineMap::get(3, 0, {x, y}, ctx));
-  };
-  return linalg::MatmulOp::create(
-      b, ValueRange{lhs, rhs}, ValueRange{acc},
-      {b.getNamedAttr("indexing_maps",
-                      b.getArrayAttr({map(k, m), map(k, n), map(m, n)}))});
-}
-
 /// Rows of the sum taken together by one product of a weight gradient.
 constexpr int64_t kSumBlock = 64;
 
@@ -299,20 +166,11 @@ SmallVector<linalg::LinalgOp> splitWeightGradient(linalg::GenericOp op,
 
 struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
   void runOnOperation() override {
-    SmallVector<std::pair<linalg::GenericOp, DenseProduct>> dense;
-    SmallVector<std::pair<linalg::GenericOp, WeightGradient>> gradients;
-    getOperation()->walk([&](linalg::GenericOp op) {
-      if (isInsideKernel(op))
-        return;
-      if (std::optional<DenseProduct> p = matchDenseProduct(op))
-        dense.emplace_back(op, *p);
-      else if (std::optional<WeightGradient> w = matchWeightGradient(op))
-        gradients.emplace_back(op, *w);
-    });
+    DenseLayers layers = collectDenseLayers(getOperation());
     SmallVector<linalg::LinalgOp> blocks;
-    for (auto &[op, p] : dense)
+    for (auto &[op, p] : layers.products)
       llvm::append_range(blocks, splitIntoRowBlocks(op, p));
-    for (auto &[op, w] : gradients)
+    for (auto &[op, w] : layers.gradients)
       llvm::append_range(blocks, splitWeightGradient(op, w));
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp block : blocks)

@@ -51,7 +51,8 @@ void initializeLlvmOnce() {
   });
 }
 
-void lower(ModuleOp module, int64_t chunkSize, const std::string &dumpDirectory,
+void lower(ModuleOp module, int64_t chunkSize, bool denseTiles,
+           const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
     fail("building the module", diagnostics.text());
@@ -60,6 +61,7 @@ void lower(ModuleOp module, int64_t chunkSize, const std::string &dumpDirectory,
                  OpPassManager::Nesting::Implicit);
   CpuPipelineOptions options;
   options.chunkSize = chunkSize;
+  options.denseTiles = denseTiles;
   buildFwpToCpuPipeline(pm, options);
   dumpEveryStage(pm, module, dumpDirectory);
   if (failed(pm.run(module)))
@@ -194,7 +196,7 @@ std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   function_ref<void(ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
-                  const std::string &dumpDirectory) {
+                  const std::string &dumpDirectory, bool denseTiles) {
   initializeLlvmOnce();
   Failure fail(what);
   std::vector<std::pair<std::string, double>> stages;
@@ -202,7 +204,8 @@ compileCpuLibrary(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, dumpDirectory, compile.diagnostics(), fail);
+  lower(*module, chunkSize, denseTiles, dumpDirectory, compile.diagnostics(),
+        fail);
   stages.emplace_back("passes", secondsSince(start));
 
   start = Clock::now();
@@ -280,7 +283,8 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, dumpDirectory, compile.diagnostics(), fail);
+  lower(*module, chunkSize, /*denseTiles=*/false, dumpDirectory,
+        compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);
   // Looking the entry points up generates the machine code now.

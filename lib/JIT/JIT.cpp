@@ -405,7 +405,9 @@ std::string cacheKey(const KernelDesc &desc, EntryPoint entry,
                      const CompileOptions &options) {
   std::string target =
       desc.backend == Backend::Cpu
-          ? fmt::format("{} O{}", hostTargetDescription(), cpuOptLevel(options))
+          ? fmt::format("{} O{}{}", hostTargetDescription(),
+                        cpuOptLevel(options),
+                        options.cpuDenseTiles ? " dense-tiles" : "")
           : desc.targetChip();
   return fmt::format("{} entry={} target={} compiler={}", desc.str(),
                      rt::entryPointName(entry), target, compilerBuildId());

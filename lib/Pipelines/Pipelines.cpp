@@ -103,7 +103,11 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // the runtime, and canonicalising the kernels before they are mapped to
   // threads made ptxas spill, so it skips both.)
   bufferization::buildBufferDeallocationPipeline(pm);
-  // The kernels' tiles and the dense layers onto the vector units.
+  // The kernels' tiles and the dense layers onto the vector units. With
+  // dense-tiles the dense layers take the GPU's tiling first, and their
+  // kernels' products go to the vector units like the scan's.
+  if (options.denseTiles)
+    pm.addPass(createFwpDenseToTiles());
   pm.addPass(createFwpTilesToVectors());
   pm.addPass(createFwpDenseToVectors());
   pm.addPass(createFwpLowerTiles());
@@ -138,9 +142,11 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
   buildFwpToLoopsPipeline(pm, options.chunkSize, kGpuValueBlock,
                           /*causalBlock=*/0, /*fuse=*/false);
-  // The scan kernels first: their products onto the tensor cores, the rest
-  // of their tiles onto the block's threads; what is left are the dense
-  // loops of the projections, the output layer and the gradients.
+  // The dense layers as kernels of tile products too; then every kernel's
+  // products onto the tensor cores, the rest of their tiles onto the
+  // block's threads; what is left are the elementwise loops (the gate's
+  // sigmoid and its gradient, the bias's gradient, fills and copies).
+  pm.addPass(createFwpDenseToTiles());
   pm.addPass(createFwpProductsToMma(
       FwpProductsToMmaOptions{options.blockSize, options.f32Products}));
   pm.addPass(createFwpLowerTiles());

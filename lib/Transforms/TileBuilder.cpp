@@ -218,33 +218,29 @@ void TileBuilder::rowSums(Value in, Value sums, double offset) {
 }
 
 void TileBuilder::addRowDots(Value lhs, Value rhs, Value sums) {
-  MLIRContext *ctx = b.getContext();
-  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-  linalg::GenericOp::create(
-      b, ValueRange{lhs, rhs}, ValueRange{sums},
-      {identityMap(2), identityMap(2), row},
-      {utils::IteratorType::parallel, utils::IteratorType::reduction},
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value xy = arith::MulFOp::create(nb, loc, args[0], args[1], kFlags);
-        Value v = arith::AddFOp::create(nb, loc, args[2], xy, kFlags);
-        linalg::YieldOp::create(nb, loc, v);
-      });
+  accumulateRowDots(lhs, rhs, sums, /*contract=*/true);
 }
 
 void TileBuilder::rowDotsOfRoundedProducts(Value lhs, Value rhs, Value sums) {
   fill(sums, 0.0);
+  accumulateRowDots(lhs, rhs, sums, /*contract=*/false);
+}
+
+void TileBuilder::accumulateRowDots(Value lhs, Value rhs, Value sums,
+                                    bool contract) {
   MLIRContext *ctx = b.getContext();
   AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  // The sum may always be reassociated; without `contract` the product is
+  // rounded on its own before it is added.
+  auto mulFlags = contract ? kFlags : arith::FastMathFlags::none;
+  auto addFlags = contract ? kFlags : arith::FastMathFlags::reassoc;
   linalg::GenericOp::create(
       b, ValueRange{lhs, rhs}, ValueRange{sums},
       {identityMap(2), identityMap(2), row},
       {utils::IteratorType::parallel, utils::IteratorType::reduction},
       [&](OpBuilder &nb, Location loc, ValueRange args) {
-        // The sum may be reassociated; the product must not be contracted
-        // into it.
-        Value xy = arith::MulFOp::create(nb, loc, args[0], args[1]);
-        Value v = arith::AddFOp::create(nb, loc, args[2], xy,
-                                        arith::FastMathFlags::reassoc);
+        Value xy = arith::MulFOp::create(nb, loc, args[0], args[1], mulFlags);
+        Value v = arith::AddFOp::create(nb, loc, args[2], xy, addFlags);
         linalg::YieldOp::create(nb, loc, v);
       });
 }

@@ -140,6 +140,10 @@ private:
               llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
                                              mlir::Value, mlir::Value)>
                   combine);
+  /// sums[i] += sum_j lhs[i, j] rhs[i, j]; the products are contracted into
+  /// the sum (FMA) only with `contract`.
+  void accumulateRowDots(mlir::Value lhs, mlir::Value rhs, mlir::Value sums,
+                         bool contract);
   /// out[i, j] = in[i, j] * scale[dim == 0 ? i : j].
   void scaleAlong(mlir::Value in, mlir::Value scale, mlir::Value out,
                   unsigned dim);

@@ -179,6 +179,46 @@ TEST_F(BackwardTest, Float64MatchesReference) {
 }
 
 //===----------------------------------------------------------------------===//
+// The GPU's tiling of the dense layers, run on the host
+//===----------------------------------------------------------------------===//
+
+/// fwp-dense-to-tiles (the projections, the gate, the output layer and their
+/// gradients as kernels of static tile products) is the GPU's form; with
+/// CompileOptions::cpuDenseTiles the CPU lowers the same kernels, so that
+/// their tiles, the rows past the last whole tile and the narrowed tiles are
+/// checked here without a GPU. Rows T B = 133 (two whole tiles of 64 and 5
+/// more); d_model 64 (two column tiles of 32) and 48 (tiles 16 wide); the
+/// gate's 4 or 6 outputs (tiles of 4 and 2 rows of dW_beta).
+TEST(DenseTilesOnTheHost, ForwardAndBackwardMatchReference) {
+  if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
+    GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
+  const Case cases[] = {{Rule::Delta, 4, 16, 1, 16, 133, 1},
+                        {Rule::Delta, 6, 8, 2, 64, 19, 7},
+                        {Rule::Sum, 4, 12, 1, 32, 70, 2}};
+  fwp::jit::CompileOptions options;
+  options.cpuDenseTiles = true;
+  for (DType dtype : {DType::F32, DType::F64}) {
+    double bound = dtype == DType::F32 ? 1e-4 : 1e-9;
+    for (const Case &c : cases) {
+      SCOPED_TRACE(c.name());
+      auto kernel = fwp::jit::compileUncached(
+          c.desc(dtype, fwp::test::kBackend), options);
+      Problem p = makeProblem(c, dtype, 31);
+      std::vector<double> y = fwp::test::runForwardAnyType(*kernel, p);
+      double forwardErr = relativeError(
+          y, fwp::ref::attention(p.config, p.shape, p.x, p.params).y);
+      EXPECT_LE(forwardErr, bound) << "y";
+      std::string line;
+      compareGradients(runBackward(*kernel, p, p.dy),
+                       referenceGradients(p, p.dy), c.rule, bound, line);
+      std::printf("[ relerr   ] %s %s: y %.2g%s\n",
+                  dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
+                  forwardErr, line.c_str());
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Finite differences of the compiled forward
 //===----------------------------------------------------------------------===//
 

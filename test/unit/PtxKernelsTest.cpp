@@ -202,12 +202,14 @@ private:
 };
 
 /// At issue 9's shape (16 heads, d_k = 64, nu = 1: 128 features; chunk 64)
-/// the scan kernels' products, forward and backward, run on the tensor
+/// the products of the scan kernels and of the dense layers' kernels
+/// (fwp-dense-to-tiles: the projections, the output layer, their input
+/// and weight gradients), forward and backward, run on the tensor
 /// cores (tf32x3 by default: mma.sync m16n8k8 tf32 with f32 accumulators)
 /// from operands staged in shared memory (cp.async in, ldmatrix and
 /// ld.shared out), and each kernel assembles for sm_90 and sm_80 with no
 /// spills; its registers and shared memory are printed.
-TEST(PtxKernelsTest, ScanKernelsUseTensorCores) {
+TEST(PtxKernelsTest, KernelsUseTensorCores) {
   std::string ptxas = findPtxas();
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to check PTX)";
@@ -231,7 +233,10 @@ TEST(PtxKernelsTest, ScanKernelsUseTensorCores) {
         kernels[] = {{"scan_prepare", &code.forwardPtx},
                      {"scan_state", &code.forwardPtx},
                      {"scan_state_grad", &code.backwardPtx},
-                     {"scan_chunk_grad", &code.backwardPtx}};
+                     {"scan_chunk_grad", &code.backwardPtx},
+                     {"dense_rows", &code.forwardPtx},
+                     {"dense_rows", &code.backwardPtx},
+                     {"dense_weight_grad", &code.backwardPtx}};
     for (auto [kernel, module] : kernels) {
       auto found = module->find(kernel);
       ASSERT_NE(found, module->end()) << kernel;

@@ -157,4 +157,34 @@ def FwpDenseToVectors : Pass<"fwp-dense-to-vectors"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def FwpDenseToTiles : Pass<"fwp-dense-to-tiles"> {
+  let summary = "The dense layers' products as kernels of tile products";
+  let description = [{
+    Each contraction outside the kernels that is a dense layer, its input
+    gradient (`y[rows..., o] += x[rows..., i] W[o, i]`, or `W[i, o]`) or its
+    weight gradient (`dW[o, i] += sum_rows g[rows..., o] x[rows..., i]`),
+    becomes kernels (`scf.forall` mapped to `#gpu.block`, tagged
+    `fwp.kernel`) of static tile products, which fwp-products-to-mma puts
+    on the tensor cores: `dense_rows` (one `row-block x col-block` tile of
+    y a block, one product over the whole input), `dense_rows_tail` (the
+    rows past the last whole block, one at a time) and
+    `dense_weight_grad` (one tile of dW a block, summing `row-block` rows
+    at a time, then single rows). A tile that does not divide its dimension
+    is halved until it does. Needs identity layouts and a static `W`; other
+    operations are left alone.
+  }];
+  let options = [
+    Option<"rowBlock", "row-block", "int64_t", /*default=*/"64",
+           "rows of a tile of y (and of dW), and rows summed by one product "
+           "of a weight gradient">,
+    Option<"colBlock", "col-block", "int64_t", /*default=*/"32",
+           "columns of a tile of y and of dW">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // FWP_CONVERSION_PASSES_TD

@@ -113,6 +113,10 @@ struct CompileOptions {
   /// LLVM optimisation level (0-3) of CPU code; -1: the default, chosen by
   /// measurement (bench/results/compile-*.md). Part of the cache key.
   int cpuOptLevel = -1;
+  /// CPU code takes the dense layers through the GPU's tiling
+  /// (fwp-to-cpu{dense-tiles}): checks that tiling against the reference on
+  /// a host without a GPU. Part of the cache key.
+  bool cpuDenseTiles = false;
 };
 
 /// The CPU optimisation level used when CompileOptions::cpuOptLevel is -1.

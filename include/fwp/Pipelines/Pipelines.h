@@ -26,7 +26,14 @@ struct CommonPipelineOptions : mlir::PassPipelineOptions<Derived> {
       llvm::cl::init(64)};
 };
 
-struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {};
+struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
+  Option<bool> denseTiles{
+      *this, "dense-tiles",
+      llvm::cl::desc("lower the dense layers through the GPU's tiling "
+                     "(fwp-dense-to-tiles) rather than fwp-dense-to-vectors's "
+                     "own: checks the GPU's tiling on the host"),
+      llvm::cl::init(false)};
+};
 
 struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
   Option<std::string> chip{*this, "chip",

@@ -1,0 +1,76 @@
+//===- DenseProducts.h - The dense layers' contractions -------*- C++ -*-===//
+//
+// The module's projections, output layer and their gradients reach the
+// buffer level as linalg.generic contractions over the T x B rows
+// (nn.Linear's layout, W is [out, in]). fwp-dense-to-vectors (CPU) and
+// fwp-dense-to-tiles (GPU) both start from these matches and from the
+// same static views of the rows.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_LIB_CONVERSION_DENSEPRODUCTS_H
+#define FWP_LIB_CONVERSION_DENSEPRODUCTS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <optional>
+
+namespace fwp {
+
+/// y[rows..., o] += x[rows..., i] W[o, i]: rows and o parallel, i the one
+/// reduction, every buffer with the identity layout (so the rows collapse
+/// into one dimension), o and i static.
+struct DenseProduct {
+  mlir::Value x, w, y;
+  int64_t in, out;
+  /// W is stored [in, out] (the input gradient dx = dy W reads nn.Linear's
+  /// W that way).
+  bool wIsTransposed = false;
+};
+
+std::optional<DenseProduct> matchDenseProduct(mlir::linalg::GenericOp op);
+
+/// dW[o, i] += sum over the rows of g[rows..., o] x[rows..., i]: a dense
+/// layer's weight gradient (g, x with the identity layout, dW static).
+struct WeightGradient {
+  mlir::Value g, x, dw;
+  int64_t out, in;
+};
+
+std::optional<WeightGradient> matchWeightGradient(mlir::linalg::GenericOp op);
+
+/// [rows..., n] -> [prod(rows), n].
+mlir::Value collapseRows(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer);
+
+/// The static [height, width] block of a 2-D buffer at (r0, c0).
+mlir::Value blockOf(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
+                    mlir::Value r0, mlir::Value c0, int64_t height,
+                    int64_t width);
+
+/// acc += lhs op(rhs): lhs [m, k]; rhs [k, n], or [n, k] read transposed
+/// when `rhsTransposed`.
+mlir::linalg::LinalgOp product(mlir::ImplicitLocOpBuilder &b, mlir::Value lhs,
+                               mlir::Value rhs, mlir::Value acc,
+                               bool rhsTransposed = false);
+
+/// acc += lhs^T rhs: lhs [k, m] read transposed, rhs [k, n].
+mlir::linalg::LinalgOp transposedProduct(mlir::ImplicitLocOpBuilder &b,
+                                         mlir::Value lhs, mlir::Value rhs,
+                                         mlir::Value acc);
+
+/// The dense layers outside the kernels under `root`, in walk order.
+struct DenseLayers {
+  llvm::SmallVector<std::pair<mlir::linalg::GenericOp, DenseProduct>> products;
+  llvm::SmallVector<std::pair<mlir::linalg::GenericOp, WeightGradient>>
+      gradients;
+};
+
+DenseLayers collectDenseLayers(mlir::Operation *root);
+
+/// The largest of limit, limit / 2, limit / 4, ... 1 that divides `size`.
+int64_t largestBlockDividing(int64_t size, int64_t limit);
+
+} // namespace fwp
+
+#endif // FWP_LIB_CONVERSION_DENSEPRODUCTS_H

@@ -1,0 +1,166 @@
+//===- DenseToTiles.cpp - The dense layers as kernels of tile products ----===//
+//
+// The GPU's form of the module's dense layers (the projections, the output
+// layer and their gradients): each contraction outside the scan kernels
+// becomes kernels of static tile products, as the scan's kernels are, so
+// that fwp-products-to-mma puts them on the tensor cores and
+// fwp-kernels-to-gpu launches them.
+//
+//   y[R, out] += x[R, in] W^T   (W [out, in]; or x W with W [in, out]):
+//     dense_rows       grid (R / rows, out / cols): one rows x cols tile of
+//                      y, one product over the whole of `in`;
+//     dense_rows_tail  grid (R mod rows, out / cols): the last rows one at
+//                      a time (1 x cols products, on the CUDA cores).
+//   dW[out, in] += g[R, out]^T x[R, in]:
+//     dense_weight_grad grid (out / rows, in / cols): one tile of dW, summed
+//                      over the rows `rows` at a time (g read transposed),
+//                      then the last rows one at a time.
+//
+// A tile that does not divide its dimension is narrowed to the largest
+// power-of-two fraction that does (the gate's H outputs, say), and products
+// that do not fit the tensor cores stay on the CUDA cores
+// (fwp-lower-tiles). Each kernel is one scf.forall mapped to #gpu.block,
+// tagged with its fwp.kernel name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fwp/Conversion/Passes.h"
+#include "fwp/Transforms/Kernels.h"
+
+#include "DenseProducts.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace fwp {
+#define GEN_PASS_DEF_FWPDENSETOTILES
+#include "fwp/Conversion/Passes.h.inc"
+} // namespace fwp
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+/// A kernel named `name` over the grid `bounds`, one instance a thread
+/// block; its body is built by `body(ids)`.
+void kernel(ImplicitLocOpBuilder &b, StringRef name,
+            ArrayRef<OpFoldResult> bounds,
+            function_ref<void(ValueRange)> body) {
+  SmallVector<Attribute> blocks;
+  for (size_t d = 0; d < bounds.size(); ++d)
+    blocks.push_back(gpu::GPUBlockMappingAttr::get(
+        b.getContext(), static_cast<gpu::MappingId>(d)));
+  auto forall =
+      scf::ForallOp::create(b, bounds, ValueRange{}, b.getArrayAttr(blocks));
+  forall->setAttr(kKernelAttrName, b.getStringAttr(name));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getBody()->getTerminator());
+  body(forall.getInductionVars());
+}
+
+Value index(ImplicitLocOpBuilder &b, int64_t value) {
+  return arith::ConstantIndexOp::create(b, value);
+}
+
+/// The rows of `x` (collapsed), and how many of them whole blocks of
+/// `block` rows cover.
+struct Rows {
+  Value count, whole;
+};
+
+Rows splitRows(ImplicitLocOpBuilder &b, Value rows2d, int64_t block) {
+  Value count = memref::DimOp::create(b, rows2d, 0);
+  Value whole = arith::SubIOp::create(
+      b, count, arith::RemUIOp::create(b, count, index(b, block)));
+  return {count, whole};
+}
+
+struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
+  using FwpDenseToTilesBase::FwpDenseToTilesBase;
+
+  void runOnOperation() override {
+    if (rowBlock < 1 || colBlock < 1) {
+      getOperation()->emitError("fwp-dense-to-tiles: row-block and col-block "
+                                "must be positive, got ")
+          << rowBlock << " and " << colBlock;
+      return signalPassFailure();
+    }
+    DenseLayers layers = collectDenseLayers(getOperation());
+    for (auto &[op, p] : layers.products)
+      tileProduct(op, p);
+    for (auto &[op, w] : layers.gradients)
+      tileWeightGradient(op, w);
+  }
+
+  /// y += x op(W) as dense_rows and dense_rows_tail.
+  void tileProduct(linalg::GenericOp op, const DenseProduct &p) {
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Value x = collapseRows(b, p.x), y = collapseRows(b, p.y);
+    Rows rows = splitRows(b, x, rowBlock);
+    int64_t cols = largestBlockDividing(p.out, colBlock);
+    OpFoldResult colTiles = b.getIndexAttr(p.out / cols);
+    Value zero = index(b, 0);
+    // rows x cols of y at (r0, c0): x's rows times W's columns c0.. (W
+    // [out, in] is read transposed).
+    auto tile = [&](Value r0, Value c0, int64_t height) {
+      Value w = p.wIsTransposed ? blockOf(b, p.w, zero, c0, p.in, cols)
+                                : blockOf(b, p.w, c0, zero, cols, p.in);
+      // Named values fix the order of the ops (argument order is
+      // unspecified).
+      Value lhs = blockOf(b, x, r0, zero, height, p.in);
+      Value out = blockOf(b, y, r0, c0, height, cols);
+      product(b, lhs, w, out, /*rhsTransposed=*/!p.wIsTransposed);
+    };
+    Value rowTiles = arith::DivUIOp::create(b, rows.whole, index(b, rowBlock));
+    kernel(b, "dense_rows", {rowTiles, colTiles}, [&](ValueRange ids) {
+      Value r0 = arith::MulIOp::create(b, ids[0], index(b, rowBlock));
+      Value c0 = arith::MulIOp::create(b, ids[1], index(b, cols));
+      tile(r0, c0, rowBlock);
+    });
+    Value rest = arith::SubIOp::create(b, rows.count, rows.whole);
+    kernel(b, "dense_rows_tail", {rest, colTiles}, [&](ValueRange ids) {
+      Value r = arith::AddIOp::create(b, rows.whole, ids[0]);
+      Value c0 = arith::MulIOp::create(b, ids[1], index(b, cols));
+      tile(r, c0, 1);
+    });
+    op.erase();
+  }
+
+  /// dW += g^T x as dense_weight_grad.
+  void tileWeightGradient(linalg::GenericOp op, const WeightGradient &w) {
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Value g = collapseRows(b, w.g), x = collapseRows(b, w.x);
+    Rows rows = splitRows(b, x, rowBlock);
+    int64_t height = largestBlockDividing(w.out, rowBlock);
+    int64_t width = largestBlockDividing(w.in, colBlock);
+    SmallVector<OpFoldResult> grid = {b.getIndexAttr(w.out / height),
+                                      b.getIndexAttr(w.in / width)};
+    kernel(b, "dense_weight_grad", grid, [&](ValueRange ids) {
+      Value o0 = arith::MulIOp::create(b, ids[0], index(b, height));
+      Value i0 = arith::MulIOp::create(b, ids[1], index(b, width));
+      Value out = blockOf(b, w.dw, o0, i0, height, width);
+      // Rows r0 .. r0 + count of the sum: g's columns o0.. read transposed
+      // times x's columns i0...
+      auto sum = [&](Value lb, Value ub, int64_t count) {
+        auto loop = scf::ForOp::create(b, lb, ub, index(b, count));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(loop.getBody()->getTerminator());
+        Value r0 = loop.getInductionVar();
+        Value lhs = blockOf(b, g, r0, o0, count, height);
+        Value rhs = blockOf(b, x, r0, i0, count, width);
+        transposedProduct(b, lhs, rhs, out);
+      };
+      sum(index(b, 0), rows.whole, rowBlock);
+      sum(rows.whole, rows.count, 1);
+    });
+    op.erase();
+  }
+};
+
+} // namespace
+} // namespace fwp

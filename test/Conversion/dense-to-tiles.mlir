@@ -1,0 +1,120 @@
+// RUN: fwp-opt %s -fwp-dense-to-tiles -split-input-file | FileCheck %s
+// RUN: fwp-opt %s -fwp-dense-to-tiles=row-block=16 -split-input-file | FileCheck %s --check-prefix=SMALL
+
+// A projection y[t, b, o] += x[t, b, i] W[o, i] (nn.Linear's layout): the
+// T x B rows in tiles of 64 rows by 32 columns of y, one block each, W read
+// transposed; then the rows past the last whole tile one at a time.
+// CHECK-LABEL: func @projection
+// CHECK-SAME: (%[[X:.*]]: memref<?x2x256xf32>, %[[W:.*]]: memref<96x256xf32>, %[[Y:.*]]: memref<?x2x96xf32>)
+// CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]]
+// CHECK-DAG: %[[YR:.*]] = memref.collapse_shape %[[Y]] {{\[\[}}0, 1], [2]]
+// CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) in (%{{.*}}, 3)
+// CHECK: %[[WB:.*]] = memref.subview %[[W]][%{{.*}}, %{{.*}}] [32, 256] [1, 1]
+// CHECK: %[[XB:.*]] = memref.subview %[[XR]][%{{.*}}, %{{.*}}] [64, 256] [1, 1]
+// CHECK: %[[YB:.*]] = memref.subview %[[YR]][%{{.*}}, %{{.*}}] [64, 32] [1, 1]
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[XB]], %[[WB]] : {{.*}}) outs(%[[YB]] : {{.*}})
+// CHECK: } {fwp.kernel = "dense_rows", mapping = [#gpu.block<x>, #gpu.block<y>]}
+// CHECK: scf.forall
+// CHECK: linalg.matmul {{.*}} outs(%{{.*}} : memref<1x32xf32
+// CHECK: } {fwp.kernel = "dense_rows_tail", mapping = [#gpu.block<x>, #gpu.block<y>]}
+// CHECK-NOT: linalg.generic
+func.func @projection(%x: memref<?x2x256xf32>, %w: memref<96x256xf32>,
+                      %y: memref<?x2x96xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(t, b, o, i) -> (t, b, i)>,
+                       affine_map<(t, b, o, i) -> (o, i)>,
+                       affine_map<(t, b, o, i) -> (t, b, o)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x2x256xf32>, memref<96x256xf32>)
+      outs(%y : memref<?x2x96xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The input gradient dx[r, i] += dy[r, o] W[o, i] reads W as it is stored;
+// 48 columns are not a multiple of 32, so the tiles are 16 wide.
+// CHECK-LABEL: func @input_gradient
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (%{{.*}}, 3)
+// CHECK: memref.subview %{{.*}}[%{{.*}}, %{{.*}}] [16, 16] [1, 1] : memref<16x48xf32>
+// CHECK: linalg.matmul ins({{.*}}) outs({{.*}} : memref<64x16xf32
+// CHECK: fwp.kernel = "dense_rows"
+// CHECK-NOT: linalg.generic
+func.func @input_gradient(%dy: memref<?x16xf32>, %w: memref<16x48xf32>,
+                          %dx: memref<?x48xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(r, i, o) -> (r, o)>,
+                       affine_map<(r, i, o) -> (o, i)>,
+                       affine_map<(r, i, o) -> (r, i)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %w : memref<?x16xf32>, memref<16x48xf32>)
+      outs(%dx : memref<?x48xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A weight gradient dW = dy^T x: one 64 x 32 tile of dW a block (a 2 x 1
+// grid), each summing the rows 64 at a time with dy read transposed, then
+// the rest one at a time. The gate's gradient (4 outputs) gets tiles 4 high.
+// CHECK-LABEL: func @weight_gradient
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 1)
+// CHECK: %[[OUT:.*]] = memref.subview %{{.*}}[%{{.*}}, %{{.*}}] [64, 32] [1, 1]
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step %c64
+// CHECK: linalg.matmul {{.*}} ins(%{{.*}}, %{{.*}} : memref<64x64xf32, {{.*}}>, memref<64x32xf32, {{.*}}>) outs(%[[OUT]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// CHECK: linalg.matmul {{.*}} ins(%{{.*}}, %{{.*}} : memref<1x64xf32, {{.*}}>, memref<1x32xf32, {{.*}}>) outs(%[[OUT]]
+// CHECK: fwp.kernel = "dense_weight_grad"
+// SMALL-LABEL: func @weight_gradient
+// SMALL: scf.forall (%{{.*}}, %{{.*}}) in (8, 1)
+// SMALL: step %c16{{.*}} {
+func.func @weight_gradient(%dy: memref<?x128xf32>, %x: memref<?x32xf32>,
+                           %dw: memref<128x32xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(o, i, r) -> (r, o)>,
+                       affine_map<(o, i, r) -> (r, i)>,
+                       affine_map<(o, i, r) -> (o, i)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %x : memref<?x128xf32>, memref<?x32xf32>)
+      outs(%dw : memref<128x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Contractions inside a kernel are the kernel's own: left alone.
+// CHECK-LABEL: func @inside_kernel
+// CHECK: linalg.generic
+func.func @inside_kernel(%x: memref<?x32xf32>, %w: memref<16x32xf32>,
+                         %y: memref<?x16xf32>) {
+  scf.forall (%i) in (1) {
+    linalg.generic {
+        indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                         affine_map<(r, o, i) -> (o, i)>,
+                         affine_map<(r, o, i) -> (r, o)>],
+        iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x, %w : memref<?x32xf32>, memref<16x32xf32>)
+        outs(%y : memref<?x16xf32>) {
+    ^bb0(%a: f32, %c: f32, %acc: f32):
+      %p = arith.mulf %a, %c : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    }
+  } {fwp.kernel = "mine"}
+  return
+}
