@@ -260,6 +260,9 @@ LogicalResult ScanGradOp::verify() {
   if (getDInitial() && failed(layout.check("d_initial", getDInitial(),
                                            {"batch", "heads", "d_v", "D"})))
     return failure();
+  if (getY() &&
+      failed(layout.check("y", getY(), {"seq_len", "batch", "heads", "d_v"})))
+    return failure();
   return success();
 }
 

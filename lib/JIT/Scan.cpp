@@ -98,8 +98,8 @@ void buildModule(ModuleOp module, const ScanDesc &desc) {
                        Value dFinal = desc.dFinalState ? a[next++] : Value();
                        auto grad = fwp::ScanGradOp::create(
                            b, loc, in, in, values, delta ? Type(beta) : Type(),
-                           state, rule, a[0], a[1], a[2], betaValue, initial,
-                           dy, dFinal, nu, eps);
+                           state, /*y=*/Type(), rule, a[0], a[1], a[2],
+                           betaValue, initial, dy, dFinal, nu, eps);
                        return SmallVector<Value>(grad->getResults());
                      });
 }

@@ -1,11 +1,12 @@
 //===- DecomposeAttentionGrad.cpp - Split fwp.attention_grad --------------===//
 //
 // The backward of FastWeightsAttention (docs/delta-rule-math.md, end of
-// section 5): recompute the projections, the gate and the scan's
-// outputs o (needed for dW_o), then
+// section 5): recompute the projections and the gate, then
 //
-//   do      = dy W_o            dW_o = dy^T o         db_o = sum dy
-//   dq, dk, dv, dbeta = fwp.scan_grad(q, k, v, beta, do)   (DPFP fused)
+//   do      = dy W_o
+//   dq, dk, dv, dbeta, o = fwp.scan_grad(q, k, v, beta, do)  (DPFP fused;
+//                          o, the scan's outputs, from its own forward)
+//   dW_o    = dy^T o            db_o = sum dy
 //   dlogit  = dbeta * beta * (1 - beta)
 //   dW_*    = d*^T x            dx = dq W_q + dk W_k + dv W_v + dlogit W_beta
 //
@@ -78,15 +79,21 @@ struct DecomposeAttentionGradPattern : OpRewritePattern<AttentionGradOp> {
           x, op.getWBeta());
     IntegerAttr nu = op.getNuAttr();
     FloatAttr eps = op.getEpsAttr();
-    Value headOutputs = ScanOp::create(rewriter, loc, headType,
-                                       /*final_state=*/Type(), op.getRule(), q,
-                                       k, v, beta, /*initial=*/Value(), nu, eps)
-                            .getY();
-    Value o = mergeHeads(rewriter, loc, headOutputs);
 
-    // The output layer.
+    // The output layer's input gradient, then the scan's gradient, which
+    // also returns the scan's outputs o (its forward runs once).
     Value dy = op.getDy();
     Value dOut = createInputGradient(rewriter, loc, dy, op.getWO(), zeros());
+    Type betaType = delta ? beta.getType() : Type();
+    auto scanGrad = ScanGradOp::create(
+        rewriter, loc, headType, headType, headType, betaType,
+        /*d_initial=*/Type(), /*y=*/headType, op.getRule(), q, k, v, beta,
+        /*initial=*/Value(),
+        splitHeads(rewriter, loc, dOut, sizes, heads, dHead),
+        /*d_final_state=*/Value(), nu, eps);
+    Value o = mergeHeads(rewriter, loc, scanGrad.getY());
+
+    // The output layer's weight and bias gradients.
     auto weightZeros = [&](Value weight) {
       return createZeros(rewriter, loc,
                          tensor::getMixedSizes(rewriter, loc, weight),
@@ -95,14 +102,6 @@ struct DecomposeAttentionGradPattern : OpRewritePattern<AttentionGradOp> {
     Value dwO =
         createWeightGradient(rewriter, loc, dy, o, weightZeros(op.getWO()));
     Value dbO = createBiasGradient(rewriter, loc, dy, weightZeros(op.getBO()));
-
-    // The scan.
-    Type betaType = delta ? beta.getType() : Type();
-    auto scanGrad = ScanGradOp::create(
-        rewriter, loc, headType, headType, headType, betaType,
-        /*d_initial=*/Type(), op.getRule(), q, k, v, beta, /*initial=*/Value(),
-        splitHeads(rewriter, loc, dOut, sizes, heads, dHead),
-        /*d_final_state=*/Value(), nu, eps);
 
     // The projections and the gate.
     Value dq = mergeHeads(rewriter, loc, scanGrad.getDq());

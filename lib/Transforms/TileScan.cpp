@@ -261,6 +261,11 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
   ScanAllocator alloc(b, *config, elementType, seqLen, batch, heads);
   buf.state = alloc.state();
   allocateForwardWorkspace(alloc, *config, buf, /*forBackward=*/true);
+  // The forward's outputs, where asked for: the forward runs anyway.
+  if (op.getY()) {
+    buf.y = alloc.perStep(op.getY().getType(), config->dValue);
+    buf.yw = alloc.workspace(config->dValue);
+  }
 
   buf.dq = alloc.perStep(op.getDq().getType(), config->dInput);
   buf.dk = alloc.perStep(op.getDk().getType(), config->dInput);
@@ -307,6 +312,8 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
     results.push_back(toTensor(b, op.getDbeta().getType(), buf.dbeta));
   if (op.getDInitial())
     results.push_back(toTensor(b, op.getDInitial().getType(), buf.dState));
+  if (op.getY())
+    results.push_back(toTensor(b, op.getY().getType(), buf.y));
   op->replaceAllUsesWith(results);
   op->erase();
   return success();

@@ -35,28 +35,31 @@ func.func @projection(%x: memref<?x2x32xf32>, %w: memref<16x32xf32>,
 
 // -----
 
-// A weight gradient dW = dy^T x sums over the rows: 8 rows of dW a block
-// (an scf.forall over 16 / 8 blocks, on every core), each summing 64 rows at
-// a time, then the rest one at a time, with dy read transposed; the 8 x 32
-// accumulator stays in registers across the sum.
+// A weight gradient dW = dy^T x sums over the rows: 64 rows of dW a block
+// (an scf.forall over 128 / 64 blocks, on every core: a block reads all of
+// x, so tall blocks read it fewer times), each summing 64 rows at a time,
+// then the rest one at a time, with dy read transposed; each 8 x 32
+// register tile of the block's accumulator stays in registers across its
+// 64 rows.
 // CHECK-LABEL: func @weight_gradient
 // CHECK: scf.forall (%{{.*}}) in (2)
-// CHECK: memref.alloca() : memref<8x32xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c64 iter_args(%{{.*}}) -> (vector<8x32xf32>)
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args
+// CHECK: memref.alloca() : memref<64x32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c64 {
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8 {
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}}) -> (vector<8x32xf32>)
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
 // CHECK: scf.for
 // CHECK: vector.fma
 // CHECK-NOT: linalg.generic
-func.func @weight_gradient(%dy: memref<?x16xf32>, %x: memref<?x32xf32>,
-                           %dw: memref<16x32xf32>) {
+func.func @weight_gradient(%dy: memref<?x128xf32>, %x: memref<?x32xf32>,
+                           %dw: memref<128x32xf32>) {
   linalg.generic {
       indexing_maps = [affine_map<(o, i, r) -> (r, o)>,
                        affine_map<(o, i, r) -> (r, i)>,
                        affine_map<(o, i, r) -> (o, i)>],
       iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%dy, %x : memref<?x16xf32>, memref<?x32xf32>)
-      outs(%dw : memref<16x32xf32>) {
+      ins(%dy, %x : memref<?x128xf32>, memref<?x32xf32>)
+      outs(%dw : memref<128x32xf32>) {
   ^bb0(%a: f32, %c: f32, %acc: f32):
     %p = arith.mulf %a, %c : f32
     %s = arith.addf %acc, %p : f32
@@ -86,6 +89,27 @@ func.func @input_gradient(%dy: memref<?x16xf32>, %w: memref<16x32xf32>,
   ^bb0(%a: f32, %c: f32, %acc: f32):
     %p = arith.mulf %a, %c : f32
     %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The bias gradient db[o] += sum over the rows of dy[t, b, o] is interchanged
+// so that o is innermost: its loops sweep each row of dy contiguously.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[COLUMN:.*]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func @bias_gradient
+// CHECK: linalg.generic {indexing_maps = [#[[ROWS]], #[[COLUMN]]], iterator_types = ["reduction", "reduction", "parallel"]}
+func.func @bias_gradient(%dy: memref<?x2x16xf32>, %db: memref<16xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(o, t, b) -> (t, b, o)>,
+                       affine_map<(o, t, b) -> (o)>],
+      iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%dy : memref<?x2x16xf32>) outs(%db : memref<16xf32>) {
+  ^bb0(%g: f32, %acc: f32):
+    %s = arith.addf %acc, %g : f32
     linalg.yield %s : f32
   }
   return

@@ -292,6 +292,17 @@ func.func @scan_grad_type(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x2xf32>) {
 
 // -----
 
+func.func @scan_grad_y(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x2xf32>) {
+  // expected-error @+1 {{'y' dimension 3 (d_v) is 4, but 'v' gives d_v = 2}}
+  %dq, %dk, %dv, %y = fwp.scan_grad sum %q, %q, %v dy(%v : tensor<8x1x2x2xf32>)
+      : tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x2xf32>
+      -> tensor<8x1x2x4xf32>, tensor<8x1x2x4xf32>, tensor<8x1x2x2xf32>
+         y(tensor<8x1x2x4xf32>)
+  return
+}
+
+// -----
+
 func.func @scan_grad_dy(%q: tensor<8x1x2x4xf32>, %v: tensor<8x1x2x2xf32>,
                         %dy: tensor<8x1x2x3xf32>) {
   // expected-error @+1 {{'dy' dimension 3 (d_v) is 3, but 'v' gives d_v = 2}}

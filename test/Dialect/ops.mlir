@@ -115,6 +115,22 @@ func.func @scan_grad_sum(%q: tensor<5x1x1x4xf64>, %v: tensor<5x1x1x2xf64>)
 
 // -----
 
+// With a `y` result type the gradient also returns the scan's outputs.
+// CHECK-LABEL: func @scan_grad_with_outputs
+func.func @scan_grad_with_outputs(%q: tensor<5x1x1x4xf64>,
+                                  %v: tensor<5x1x1x2xf64>)
+    -> tensor<5x1x1x2xf64> {
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[Y:.*]] = fwp.scan_grad sum {{.*}} -> tensor<5x1x1x4xf64>, tensor<5x1x1x4xf64>, tensor<5x1x1x2xf64> y(tensor<5x1x1x2xf64>)
+  %dq, %dk, %dv, %y = fwp.scan_grad sum %q, %q, %v dy(%v : tensor<5x1x1x2xf64>)
+      : tensor<5x1x1x4xf64>, tensor<5x1x1x4xf64>, tensor<5x1x1x2xf64>
+      -> tensor<5x1x1x4xf64>, tensor<5x1x1x4xf64>, tensor<5x1x1x2xf64>
+         y(tensor<5x1x1x2xf64>)
+  // CHECK: return %[[Y]]
+  return %y : tensor<5x1x1x2xf64>
+}
+
+// -----
+
 // CHECK-LABEL: func @attention_grad
 func.func @attention_grad(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,
                           %wb: tensor<2x8xf32>, %bo: tensor<8xf32>)

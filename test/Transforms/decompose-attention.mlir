@@ -115,12 +115,16 @@ func.func @dynamic_model(%x: tensor<4x1x?xf32>, %w: tensor<?x?xf32>,
 
 // -----
 
-// The gradient recomputes the forward (projections, gate, scan with DPFP
-// fused), then runs fwp.scan_grad and the dense gradients.
+// The gradient recomputes the projections and the gate, then runs
+// fwp.scan_grad (DPFP fused), which also returns the scan's outputs o for
+// the output layer's weight gradient (the scan's forward runs once), and the
+// dense gradients.
 // CHECK-LABEL: func @attention_grad_delta
 // CHECK: %[[BETA:.*]] = fwp.gate
-// CHECK: fwp.scan delta {{.*}} beta(%[[BETA]] : {{.*}}) dpfp(nu = 2
-// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DB:.*]] = fwp.scan_grad delta {{.*}} dpfp(nu = 2
+// CHECK-NOT: fwp.scan delta
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DB:.*]], %[[O:.*]] = fwp.scan_grad delta {{.*}} dpfp(nu = 2{{.*}} y(tensor<?x?x2x4xf32>)
+// CHECK: %[[OM:.*]] = tensor.collapse_shape %[[O]]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[OM]] :
 // CHECK: linalg.generic {{.*}} ins(%[[DB]], %[[BETA]] :
 // CHECK-NOT: fwp.attention_grad
 func.func @attention_grad_delta(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,

@@ -201,3 +201,28 @@ func.func @half_precision(%q: tensor<8x1x1x4xf16>, %v: tensor<8x1x1x2xf16>)
       -> tensor<8x1x1x2xf16>
   return %y : tensor<8x1x1x2xf16>
 }
+
+// -----
+
+// A gradient that also returns the scan's outputs (a `y` result) computes
+// them in its forward: fused, scan_forward forms the queries' P = Q K^T
+// and stores Y in the output it returns.
+// FUSED-LABEL: func @sum_grad_with_outputs
+// FUSED: %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x1x2x8xf32>
+// FUSED: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x4xf32{{.*}}, memref<4x16xf32{{.*}}) outs(%{{.*}} : memref<16x16xf32
+// FUSED: memref.store %{{.*}}, %[[Y]]
+// FUSED: } {fwp.kernel = "scan_forward"
+// FUSED: } {fwp.kernel = "scan_backward"
+// FUSED: %[[YT:.*]] = bufferization.to_tensor %[[Y]]
+// FUSED: return %{{.*}}, %[[YT]]
+func.func @sum_grad_with_outputs(%q: tensor<?x1x2x4xf32>,
+                                 %v: tensor<?x1x2x8xf32>,
+                                 %dy: tensor<?x1x2x8xf32>)
+    -> (tensor<?x1x2x4xf32>, tensor<?x1x2x8xf32>) {
+  %dq, %dk, %dv, %y = fwp.scan_grad sum %q, %q, %v
+      dy(%dy : tensor<?x1x2x8xf32>)
+      : tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>, tensor<?x1x2x8xf32>
+      -> tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>, tensor<?x1x2x8xf32>
+         y(tensor<?x1x2x8xf32>)
+  return %dq, %y : tensor<?x1x2x4xf32>, tensor<?x1x2x8xf32>
+}

@@ -148,8 +148,11 @@ def FwpDenseToVectors : Pass<"fwp-dense-to-vectors"> {
     rewritten as products of 8 rows at a time (then single rows) by `W^T`,
     transposed once into a scratch buffer, and each product is lowered like
     the kernels' tiles (fwp-tiles-to-vectors): register tiles of up to
-    8 x 32 accumulators, outer-product FMAs. Needs identity layouts and a
-    static `W`; other operations are left alone.
+    8 x 32 accumulators, outer-product FMAs. Weight gradients
+    `dW[o, i] += sum_rows g[rows..., o] x[rows..., i]` go by blocks of up to
+    64 rows of `dW`, and a column sum `s[o] += sum_rows g[rows..., o]` (the
+    bias gradient) is interchanged to sweep `g` by rows. Needs identity
+    layouts and a static `W`; other operations are left alone.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",

@@ -218,7 +218,10 @@ def Fwp_ScanGradOp : Fwp_Op<"scan_grad",
     (same types as those operands: with DPFP fused, with respect to the raw
     vectors), `beta` (delta rule only; present exactly when `beta` is) and,
     when a `d_initial` result type is given, the initial state (also when
-    the scan started from zero).
+    the scan started from zero). When a `y` result type is given it also
+    returns the scan's output `y`, which the gradient computes again
+    anyway: a caller that needs both (the module's backward, for the
+    output layer's weight gradient) runs the scan's forward once.
 
     Example:
 
@@ -245,7 +248,8 @@ def Fwp_ScanGradOp : Fwp_Op<"scan_grad",
                       Fwp_FloatTensor:$dk,
                       Fwp_FloatTensor:$dv,
                       Optional<Fwp_FloatTensor>:$dbeta,
-                      Optional<Fwp_FloatTensor>:$d_initial);
+                      Optional<Fwp_FloatTensor>:$d_initial,
+                      Optional<Fwp_FloatTensor>:$y);
   let assemblyFormat = [{
     $rule $q `,` $k `,` $v
     (`beta` `(` $beta^ `:` type($beta) `)`)?
@@ -256,6 +260,7 @@ def Fwp_ScanGradOp : Fwp_Op<"scan_grad",
     attr-dict `:` type($q) `,` type($k) `,` type($v)
     `->` type($dq) `,` type($dk) `,` type($dv)
     (`dbeta` `(` type($dbeta)^ `)`)? (`d_initial` `(` type($d_initial)^ `)`)?
+    (`y` `(` type($y)^ `)`)?
   }];
   let hasVerifier = 1;
 }
