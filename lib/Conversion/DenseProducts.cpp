@@ -115,6 +115,40 @@ std::optional<WeightGradient> matchWeightGradient(linalg::GenericOp op) {
   return w;
 }
 
+std::optional<ColumnSum> matchColumnSum(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 1 ||
+      op.getNumDpsInits() != 1 || op.getNumParallelLoops() != 1 ||
+      op.getNumLoops() < 2 ||
+      op.getIteratorTypesArray().front() != utils::IteratorType::parallel)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  unsigned loops = op.getNumLoops();
+  SmallVector<AffineExpr> rowsThenColumn;
+  for (unsigned d = 1; d < loops; ++d)
+    rowsThenColumn.push_back(getAffineDimExpr(d, ctx));
+  rowsThenColumn.push_back(getAffineDimExpr(0, ctx));
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != AffineMap::get(loops, 0, rowsThenColumn, ctx) ||
+      maps[1] != AffineMap::get(loops, 0, {getAffineDimExpr(0, ctx)}, ctx))
+    return std::nullopt;
+  // The body adds the element to the sum, in either order.
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add || &body.front() != add.getOperation())
+    return std::nullopt;
+  llvm::SmallDenseSet<Value> operands = {add.getLhs(), add.getRhs()};
+  if (operands !=
+      llvm::SmallDenseSet<Value>{body.getArgument(0), body.getArgument(1)})
+    return std::nullopt;
+  ColumnSum c{op.getDpsInputs()[0], op.getDpsInits()[0], 0};
+  auto sumsType = cast<MemRefType>(c.sums.getType());
+  if (!plainBuffers({c.g}, c.sums) || !sumsType.getLayout().isIdentity())
+    return std::nullopt;
+  c.out = sumsType.getDimSize(0);
+  return c;
+}
+
 namespace {
 
 /// acc += lhs rhs with each operand read through its transposition where
@@ -161,6 +195,8 @@ DenseLayers collectDenseLayers(Operation *root) {
       layers.products.emplace_back(op, *p);
     else if (std::optional<WeightGradient> w = matchWeightGradient(op))
       layers.gradients.emplace_back(op, *w);
+    else if (std::optional<ColumnSum> c = matchColumnSum(op))
+      layers.columnSums.emplace_back(op, *c);
   });
   return layers;
 }

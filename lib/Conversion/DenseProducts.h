@@ -40,6 +40,15 @@ struct WeightGradient {
 
 std::optional<WeightGradient> matchWeightGradient(mlir::linalg::GenericOp op);
 
+/// sums[o] += sum over the rows of g[rows..., o]: a bias's gradient (g with
+/// the identity layout, o static, the body an addition).
+struct ColumnSum {
+  mlir::Value g, sums;
+  int64_t out;
+};
+
+std::optional<ColumnSum> matchColumnSum(mlir::linalg::GenericOp op);
+
 /// [rows..., n] -> [prod(rows), n].
 mlir::Value collapseRows(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer);
 
@@ -64,6 +73,7 @@ struct DenseLayers {
   llvm::SmallVector<std::pair<mlir::linalg::GenericOp, DenseProduct>> products;
   llvm::SmallVector<std::pair<mlir::linalg::GenericOp, WeightGradient>>
       gradients;
+  llvm::SmallVector<std::pair<mlir::linalg::GenericOp, ColumnSum>> columnSums;
 };
 
 DenseLayers collectDenseLayers(mlir::Operation *root);

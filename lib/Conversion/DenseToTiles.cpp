@@ -11,10 +11,24 @@
 //                      y, one product over the whole of `in`;
 //     dense_rows_tail  grid (R mod rows, out / cols): the last rows one at
 //                      a time (1 x cols products, on the CUDA cores).
+//   sums[out] += sum over the rows of g[R, out] (a bias's gradient):
+//     dense_column_partials grid (R / rows, out / wide): each block sums a
+//                      rows x wide tile of g down its columns, into a row
+//                      of partial sums (wide = 4 cols: a thread a column);
+//     dense_column_sums grid (out / wide): the partial sums and the rows
+//                      past the last whole tile added up.
 //   dW[out, in] += g[R, out]^T x[R, in]:
 //     dense_weight_grad grid (out / rows, in / cols): one tile of dW, summed
 //                      over the rows `rows` at a time (g read transposed),
 //                      then the last rows one at a time.
+//
+// What a layer's output starts from and what is applied to it afterwards
+// move into its tiles: a fill (the zeros a product accumulates onto) or a
+// bias broadcast along the rows right before the product, and an
+// elementwise map of the output right after it (the gate's sigmoid). Each
+// tile then starts from its share of the init, accumulates, and applies
+// the map while it is still in cache: no kernel of their own, one thread an
+// element, and no second pass over the output.
 //
 // A tile that does not divide its dimension is narrowed to the largest
 // power-of-two fraction that does (the gate's H outputs, say), and products
@@ -34,7 +48,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace fwp {
 #define GEN_PASS_DEF_FWPDENSETOTILES
@@ -80,6 +96,163 @@ Rows splitRows(ImplicitLocOpBuilder &b, Value rows2d, int64_t block) {
   return {count, whole};
 }
 
+/// The buffer `value` is a view of (through view-like ops), and every
+/// view of it: what may read or write the same memory as `value`.
+SmallVector<Value> aliasesOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  SmallVector<Value> aliases = {value};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == aliases[i])
+          aliases.push_back(view->getResult(0));
+  return aliases;
+}
+
+/// The operation of `op`'s block nearest to `op`, before it or after it,
+/// that uses `buffer` or a view of it (views themselves aside).
+Operation *nearestUser(Operation *op, Value buffer, bool before) {
+  Operation *nearest = nullptr;
+  for (Value alias : aliasesOf(buffer))
+    for (Operation *user : alias.getUsers()) {
+      Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
+      if (!inBlock || inBlock == op || isa<ViewLikeOpInterface>(inBlock) ||
+          inBlock->isBeforeInBlock(op) != before)
+        continue;
+      if (!nearest || (inBlock->isBeforeInBlock(nearest) != before))
+        nearest = inBlock;
+    }
+  return nearest;
+}
+
+/// Whether `op` is elementwise on `out` [rows..., n], which it writes
+/// whole: every loop parallel, `out` its one init with the identity map,
+/// each input either a vector along n (broadcast over the rows) or of
+/// out's shape, neither of them `out`.
+bool isElementwiseOn(linalg::GenericOp op, Value out) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getDpsInits()[0] != out ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      !cast<MemRefType>(out.getType()).getLayout().isIdentity())
+    return false;
+  unsigned rank = op.getNumLoops();
+  AffineMap lastDim =
+      AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, op.getContext()));
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    bool isInit = op.isDpsInit(&operand);
+    if (map.isIdentity() &&
+        (isInit ||
+         cast<MemRefType>(operand.get().getType()).getLayout().isIdentity()) &&
+        (isInit || operand.get() != out))
+      continue;
+    if (!isInit && map == lastDim)
+      continue;
+    return false;
+  }
+  return true;
+}
+
+/// What fills the whole of a dense layer's output before it accumulates
+/// (a linalg.fill, or an elementwise generic: the bias broadcast), or maps
+/// it after (an elementwise generic: the gate's sigmoid), moved into the
+/// layer's tiles. Null members: nothing to move.
+struct TileEpilogues {
+  Operation *init = nullptr;
+  linalg::GenericOp map;
+};
+
+TileEpilogues findEpilogues(Operation *op, Value out) {
+  TileEpilogues found;
+  Operation *before = nearestUser(op, out, /*before=*/true);
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(before)) {
+    if (fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == out)
+      found.init = fill;
+  } else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(before)) {
+    if (isElementwiseOn(generic, out))
+      found.init = generic;
+  }
+  auto after = dyn_cast_or_null<linalg::GenericOp>(nearestUser(op, out, false));
+  if (after && isElementwiseOn(after, out))
+    found.map = after;
+  return found;
+}
+
+/// `op` (a fill, or an elementwise generic of isElementwiseOn) on the
+/// [height, width] tile at (r0, c0) of its output, whose rows are collapsed
+/// into `rows2d`.
+void onTile(ImplicitLocOpBuilder &b, Operation *op, Value rows2d, Value r0,
+            Value c0, int64_t height, int64_t width) {
+  Value tile = blockOf(b, rows2d, r0, c0, height, width);
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    linalg::FillOp::create(b, fill.getInputs(), ValueRange{tile});
+    return;
+  }
+  auto generic = cast<linalg::GenericOp>(op);
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx), ctx);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    if (generic.getMatchingIndexingMap(input).isIdentity()) {
+      Value input2d = collapseRows(b, input->get());
+      inputs.push_back(blockOf(b, input2d, r0, c0, height, width));
+      maps.push_back(identity);
+      continue;
+    }
+    SmallVector<OpFoldResult> offsets = {c0}, sizes = {b.getIndexAttr(width)},
+                              strides = {b.getIndexAttr(1)};
+    inputs.push_back(
+        memref::SubViewOp::create(b, input->get(), offsets, sizes, strides));
+    maps.push_back(columns);
+  }
+  maps.push_back(identity);
+  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+  auto onTile = linalg::GenericOp::create(b, TypeRange{}, inputs,
+                                          ValueRange{tile}, maps, parallel);
+  IRMapping mapping;
+  generic.getRegion().cloneInto(&onTile.getRegion(), mapping);
+}
+
+/// sums[c] += sum_r tile[r, c] for a [rows, width] tile and sums [width],
+/// columns outermost: on the GPU a thread a column, each summing its column
+/// in a register.
+void addColumnSums(ImplicitLocOpBuilder &b, Value tile, Value sums) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr c, r;
+  bindDims(ctx, c, r);
+  SmallVector<AffineMap> maps = {AffineMap::get(2, 0, {r, c}, ctx),
+                                 AffineMap::get(2, 0, {c}, ctx)};
+  SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
+                                                utils::IteratorType::reduction};
+  linalg::GenericOp::create(
+      b, TypeRange{}, ValueRange{tile}, ValueRange{sums}, maps, iterators,
+      [](OpBuilder &nb, Location loc, ValueRange args) {
+        Value sum = arith::AddFOp::create(nb, loc, args[1], args[0]);
+        linalg::YieldOp::create(nb, loc, sum);
+      });
+}
+
+/// The static [width] piece of a 1-D buffer at c0.
+Value pieceOf(ImplicitLocOpBuilder &b, Value buffer, Value c0, int64_t width) {
+  SmallVector<OpFoldResult> offsets = {c0}, sizes = {b.getIndexAttr(width)},
+                            strides = {b.getIndexAttr(1)};
+  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
+}
+
+/// The static [width] piece of row r of a 2-D buffer at column c0.
+Value rowPieceOf(ImplicitLocOpBuilder &b, Value buffer, Value r, Value c0,
+                 int64_t width) {
+  SmallVector<OpFoldResult> offsets = {r, c0};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(width)};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  auto type = memref::SubViewOp::inferRankReducedResultType(
+      {width}, cast<MemRefType>(buffer.getType()), offsets, sizes, strides);
+  return memref::SubViewOp::create(b, type, buffer, offsets, sizes, strides);
+}
+
 struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
   using FwpDenseToTilesBase::FwpDenseToTilesBase;
 
@@ -95,19 +268,24 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       tileProduct(op, p);
     for (auto &[op, w] : layers.gradients)
       tileWeightGradient(op, w);
+    for (auto &[op, c] : layers.columnSums)
+      tileColumnSum(op, c);
   }
 
   /// y += x op(W) as dense_rows and dense_rows_tail.
   void tileProduct(linalg::GenericOp op, const DenseProduct &p) {
+    TileEpilogues epilogues = findEpilogues(op, p.y);
     ImplicitLocOpBuilder b(op.getLoc(), op);
     Value x = collapseRows(b, p.x), y = collapseRows(b, p.y);
     Rows rows = splitRows(b, x, rowBlock);
     int64_t cols = largestBlockDividing(p.out, colBlock);
     OpFoldResult colTiles = b.getIndexAttr(p.out / cols);
     Value zero = index(b, 0);
-    // rows x cols of y at (r0, c0): x's rows times W's columns c0.. (W
-    // [out, in] is read transposed).
+    // rows x cols of y at (r0, c0): its init, x's rows times W's columns
+    // c0.. (W [out, in] is read transposed), its map.
     auto tile = [&](Value r0, Value c0, int64_t height) {
+      if (epilogues.init)
+        onTile(b, epilogues.init, y, r0, c0, height, cols);
       Value w = p.wIsTransposed ? blockOf(b, p.w, zero, c0, p.in, cols)
                                 : blockOf(b, p.w, c0, zero, cols, p.in);
       // Named values fix the order of the ops (argument order is
@@ -115,6 +293,8 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       Value lhs = blockOf(b, x, r0, zero, height, p.in);
       Value out = blockOf(b, y, r0, c0, height, cols);
       product(b, lhs, w, out, /*rhsTransposed=*/!p.wIsTransposed);
+      if (epilogues.map)
+        onTile(b, epilogues.map, y, r0, c0, height, cols);
     };
     Value rowTiles = arith::DivUIOp::create(b, rows.whole, index(b, rowBlock));
     kernel(b, "dense_rows", {rowTiles, colTiles}, [&](ValueRange ids) {
@@ -128,11 +308,69 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       Value c0 = arith::MulIOp::create(b, ids[1], index(b, cols));
       tile(r, c0, 1);
     });
+    eraseAll(op, epilogues);
+  }
+
+  /// sums += the column sums of g as dense_column_partials and
+  /// dense_column_sums. A fill of the sums right before moves into the
+  /// second kernel.
+  void tileColumnSum(linalg::GenericOp op, const ColumnSum &c) {
+    TileEpilogues epilogues = findEpilogues(op, c.sums);
+    auto fill = dyn_cast_or_null<linalg::FillOp>(epilogues.init);
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Value g = collapseRows(b, c.g);
+    Rows rows = splitRows(b, g, rowBlock);
+    int64_t wide = largestBlockDividing(c.out, 4 * colBlock);
+    OpFoldResult colTiles = b.getIndexAttr(c.out / wide);
+    Value rowTiles = arith::DivUIOp::create(b, rows.whole, index(b, rowBlock));
+    Type elementType = cast<MemRefType>(g.getType()).getElementType();
+    auto partialType =
+        MemRefType::get({ShapedType::kDynamic, c.out}, elementType);
+    Value partial = memref::AllocOp::create(b, partialType, rowTiles);
+    Value zero = arith::ConstantOp::create(b, b.getZeroAttr(elementType));
+    kernel(b, "dense_column_partials", {rowTiles, colTiles},
+           [&](ValueRange ids) {
+             Value r0 = arith::MulIOp::create(b, ids[0], index(b, rowBlock));
+             Value c0 = arith::MulIOp::create(b, ids[1], index(b, wide));
+             Value sums = rowPieceOf(b, partial, ids[0], c0, wide);
+             linalg::FillOp::create(b, ValueRange{zero}, ValueRange{sums});
+             addColumnSums(b, blockOf(b, g, r0, c0, rowBlock, wide), sums);
+           });
+    kernel(b, "dense_column_sums", {colTiles}, [&](ValueRange ids) {
+      Value c0 = arith::MulIOp::create(b, ids[0], index(b, wide));
+      Value sums = pieceOf(b, c.sums, c0, wide);
+      if (fill)
+        linalg::FillOp::create(b, fill.getInputs(), ValueRange{sums});
+      // Rows lb, lb + count, ... < ub of `rows2d`, count at a time.
+      auto sumRows = [&](Value rows2d, Value lb, Value ub, int64_t count) {
+        auto loop = scf::ForOp::create(b, lb, ub, index(b, count));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(loop.getBody()->getTerminator());
+        Value r0 = loop.getInductionVar();
+        addColumnSums(b, blockOf(b, rows2d, r0, c0, count, wide), sums);
+      };
+      Rows partials = splitRows(b, partial, rowBlock);
+      sumRows(partial, index(b, 0), partials.whole, rowBlock);
+      sumRows(partial, partials.whole, partials.count, 1);
+      sumRows(g, rows.whole, rows.count, 1);
+    });
+    memref::DeallocOp::create(b, partial);
     op.erase();
+    if (fill)
+      fill.erase();
+  }
+
+  static void eraseAll(Operation *op, const TileEpilogues &epilogues) {
+    op->erase();
+    if (epilogues.init)
+      epilogues.init->erase();
+    if (epilogues.map)
+      epilogues.map->erase();
   }
 
   /// dW += g^T x as dense_weight_grad.
   void tileWeightGradient(linalg::GenericOp op, const WeightGradient &w) {
+    TileEpilogues epilogues = findEpilogues(op, w.dw);
     ImplicitLocOpBuilder b(op.getLoc(), op);
     Value g = collapseRows(b, w.g), x = collapseRows(b, w.x);
     Rows rows = splitRows(b, x, rowBlock);
@@ -143,6 +381,8 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
     kernel(b, "dense_weight_grad", grid, [&](ValueRange ids) {
       Value o0 = arith::MulIOp::create(b, ids[0], index(b, height));
       Value i0 = arith::MulIOp::create(b, ids[1], index(b, width));
+      if (epilogues.init)
+        onTile(b, epilogues.init, w.dw, o0, i0, height, width);
       Value out = blockOf(b, w.dw, o0, i0, height, width);
       // Rows r0 .. r0 + count of the sum: g's columns o0.. read transposed
       // times x's columns i0...
@@ -157,8 +397,10 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       };
       sum(index(b, 0), rows.whole, rowBlock);
       sum(rows.whole, rows.count, 1);
+      if (epilogues.map)
+        onTile(b, epilogues.map, w.dw, o0, i0, height, width);
     });
-    op.erase();
+    eraseAll(op, epilogues);
   }
 };
 

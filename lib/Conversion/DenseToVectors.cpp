@@ -187,25 +187,6 @@ SmallVector<linalg::LinalgOp> splitWeightGradient(linalg::GenericOp op,
   return ops;
 }
 
-/// Whether `op` is a column sum s[o] += sum over the rows of g[rows..., o]
-/// (the output layer's bias gradient) with o outermost.
-bool isColumnSum(linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 1 ||
-      op.getNumDpsInits() != 1 || op.getNumParallelLoops() != 1 ||
-      op.getNumLoops() < 2 ||
-      op.getIteratorTypesArray().front() != utils::IteratorType::parallel)
-    return false;
-  MLIRContext *ctx = op.getContext();
-  unsigned loops = op.getNumLoops();
-  SmallVector<AffineExpr> rowsThenColumn;
-  for (unsigned d = 1; d < loops; ++d)
-    rowsThenColumn.push_back(getAffineDimExpr(d, ctx));
-  rowsThenColumn.push_back(getAffineDimExpr(0, ctx));
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  return maps[0] == AffineMap::get(loops, 0, rowsThenColumn, ctx) &&
-         maps[1] == AffineMap::get(loops, 0, {getAffineDimExpr(0, ctx)}, ctx);
-}
-
 /// Puts a column sum's o innermost: as loops it then adds each row of g to
 /// the sums in one contiguous, vectorisable sweep, instead of striding down
 /// each column of g in turn.
@@ -227,12 +208,7 @@ struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
     for (auto &[op, w] : layers.gradients)
       llvm::append_range(blocks, splitWeightGradient(op, w));
     IRRewriter rewriter(&getContext());
-    SmallVector<linalg::GenericOp> columnSums;
-    getOperation()->walk([&](linalg::GenericOp op) {
-      if (!isInsideKernel(op) && isColumnSum(op))
-        columnSums.push_back(op);
-    });
-    for (linalg::GenericOp op : columnSums)
+    for (auto &[op, c] : layers.columnSums)
       if (failed(sumRowsInOrder(rewriter, op)))
         return signalPassFailure();
     for (linalg::LinalgOp block : blocks)

@@ -80,6 +80,10 @@ void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize,
   tileScan.fuse = fuse;
   pm.addPass(createFwpTileScan(tileScan));
 
+  // A result the caller gives a buffer for (the CPU's entry points write
+  // into their outputs) is computed in that buffer: no workspace for y or
+  // dx, and no copy of it at the end.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   // Tensors at function boundaries become plain (identity-layout) memrefs,
   // results become out-parameters: the caller owns every buffer.
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -144,8 +148,8 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
                           /*causalBlock=*/0, /*fuse=*/false);
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
-  // block's threads; what is left are the elementwise loops (the gate's
-  // sigmoid and its gradient, the bias's gradient, fills and copies).
+  // block's threads; what is left are elementwise loops (the gate's
+  // sigmoid gradient).
   pm.addPass(createFwpDenseToTiles());
   pm.addPass(createFwpProductsToMma(
       FwpProductsToMmaOptions{options.blockSize, options.f32Products}));

@@ -118,3 +118,160 @@ func.func @inside_kernel(%x: memref<?x32xf32>, %w: memref<16x32xf32>,
   } {fwp.kernel = "mine"}
   return
 }
+
+// -----
+
+// The gate: the zeros its logits start from and the sigmoid after them move
+// into each tile (fill, product, map), so neither is a pass of its own.
+// The 4 outputs make tiles 4 wide.
+// CHECK-LABEL: func @gate
+// CHECK-SAME: (%[[X:.*]]: memref<?x32xf32>, %[[W:.*]]: memref<4x32xf32>, %[[Z:.*]]: memref<?x4xf32>)
+// CHECK-NOT: linalg
+// CHECK: %[[ZR:.*]] = memref.collapse_shape %[[Z]]
+// CHECK: scf.forall
+// CHECK: %[[T:.*]] = memref.subview %[[ZR]][%{{.*}}, %{{.*}}] [64, 4] [1, 1]
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[T]] :
+// CHECK: linalg.matmul
+// CHECK: %[[T2:.*]] = memref.subview %[[ZR]][%{{.*}}, %{{.*}}] [64, 4] [1, 1]
+// CHECK: linalg.generic {{.*}} outs(%[[T2]] :
+// CHECK: math.exp
+// CHECK: fwp.kernel = "dense_rows"
+// CHECK: linalg.fill
+// CHECK: linalg.matmul
+// CHECK: math.exp
+// CHECK: fwp.kernel = "dense_rows_tail"
+// CHECK-NOT: linalg
+// CHECK: return
+func.func @gate(%x: memref<?x32xf32>, %w: memref<4x32xf32>,
+                %z: memref<?x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%z : memref<?x4xf32>)
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x32xf32>, memref<4x32xf32>)
+      outs(%z : memref<?x4xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o) -> (r, o)>],
+      iterator_types = ["parallel", "parallel"]}
+      outs(%z : memref<?x4xf32>) {
+  ^bb0(%v: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %v : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The output layer starts from its bias broadcast along the rows: each tile
+// takes its columns of the bias.
+// CHECK-LABEL: func @bias_init
+// CHECK-SAME: (%[[X:.*]]: memref<?x32xf32>, %[[W:.*]]: memref<32x32xf32>, %[[B:.*]]: memref<32xf32>, %[[Y:.*]]: memref<?x32xf32>)
+// CHECK-NOT: linalg
+// CHECK: scf.forall
+// CHECK: %[[BB:.*]] = memref.subview %[[B]][%{{.*}}] [32] [1]
+// CHECK: linalg.generic {{.*}} ins(%[[BB]] : {{.*}}) outs(%{{.*}} : memref<64x32xf32
+// CHECK: linalg.matmul
+// CHECK: fwp.kernel = "dense_rows"
+func.func @bias_init(%x: memref<?x32xf32>, %w: memref<32x32xf32>,
+                     %bias: memref<32xf32>, %y: memref<?x32xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o) -> (o)>,
+                       affine_map<(r, o) -> (r, o)>],
+      iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<32xf32>) outs(%y : memref<?x32xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x32xf32>, memref<32x32xf32>)
+      outs(%y : memref<?x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Something between the init and the product reads the output: the init
+// stays where it is.
+// CHECK-LABEL: func @init_read_before
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: fwp.kernel = "dense_rows"
+func.func @init_read_before(%x: memref<?x32xf32>, %w: memref<32x32xf32>,
+                            %y: memref<?x32xf32>, %keep: memref<?x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<?x32xf32>)
+  memref.copy %y, %keep : memref<?x32xf32> to memref<?x32xf32>
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x32xf32>, memref<32x32xf32>)
+      outs(%y : memref<?x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A bias gradient db[o] = sum over rows of dy[t, b, o]: 64-row tiles of dy
+// summed down their 128 columns into rows of partial sums, then one kernel
+// adds up the partial rows and the last rows, starting from the fill.
+// CHECK-LABEL: func @bias_gradient
+// CHECK-SAME: (%[[DY:.*]]: memref<?x2x256xf32>, %[[DB:.*]]: memref<256xf32>)
+// CHECK: %[[P:.*]] = memref.alloc(%{{.*}}) : memref<?x256xf32>
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (%{{.*}}, 2)
+// CHECK: linalg.fill {{.*}} outs(%{{.*}} : memref<128xf32
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : memref<64x128xf32
+// CHECK: fwp.kernel = "dense_column_partials"
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: %[[S:.*]] = memref.subview %[[DB]][%{{.*}}] [128] [1]
+// CHECK: linalg.fill {{.*}} outs(%[[S]] :
+// CHECK: scf.for
+// CHECK: ins(%{{.*}} : memref<64x128xf32{{.*}}) outs(%[[S]] :
+// CHECK: scf.for
+// CHECK: ins(%{{.*}} : memref<1x128xf32{{.*}}) outs(%[[S]] :
+// CHECK: scf.for
+// CHECK: ins(%{{.*}} : memref<1x128xf32{{.*}}) outs(%[[S]] :
+// CHECK: fwp.kernel = "dense_column_sums"
+// CHECK: memref.dealloc %[[P]]
+func.func @bias_gradient(%dy: memref<?x2x256xf32>, %db: memref<256xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%db : memref<256xf32>)
+  linalg.generic {
+      indexing_maps = [affine_map<(o, t, b) -> (t, b, o)>,
+                       affine_map<(o, t, b) -> (o)>],
+      iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%dy : memref<?x2x256xf32>) outs(%db : memref<256xf32>) {
+  ^bb0(%g: f32, %acc: f32):
+    %s = arith.addf %acc, %g : f32
+    linalg.yield %s : f32
+  }
+  return
+}

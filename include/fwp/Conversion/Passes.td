@@ -173,8 +173,15 @@ def FwpDenseToTiles : Pass<"fwp-dense-to-tiles"> {
     rows past the last whole block, one at a time) and
     `dense_weight_grad` (one tile of dW a block, summing `row-block` rows
     at a time, then single rows). A tile that does not divide its dimension
-    is halved until it does. Needs identity layouts and a static `W`; other
-    operations are left alone.
+    is halved until it does. What the output starts from (a `linalg.fill`,
+    or an elementwise generic such as the bias broadcast, right before the
+    product with nothing between that touches the output) and an
+    elementwise map right after it (the gate's sigmoid) move into each
+    tile. A bias gradient (`db[o] += sum_rows g[rows..., o]`) becomes
+    `dense_column_partials` (each `row-block` rows of g summed down
+    `4 col-block` columns, into a row of partial sums) and
+    `dense_column_sums` (those rows and the last rows added up). Needs
+    identity layouts and a static `W`; other operations are left alone.
   }];
   let options = [
     Option<"rowBlock", "row-block", "int64_t", /*default=*/"64",
