@@ -129,7 +129,7 @@ Operation *nearestUser(Operation *op, Value buffer, bool before) {
 /// Whether `op` is elementwise on `out` [rows..., n], which it writes
 /// whole: every loop parallel, `out` its one init with the identity map,
 /// each input either a vector along n (broadcast over the rows) or of
-/// out's shape, neither of them `out`.
+/// out's shape with the identity layout, none of them sharing out's memory.
 bool isElementwiseOn(linalg::GenericOp op, Value out) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
       op.getDpsInits()[0] != out ||
@@ -139,18 +139,26 @@ bool isElementwiseOn(linalg::GenericOp op, Value out) {
   unsigned rank = op.getNumLoops();
   AffineMap lastDim =
       AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, op.getContext()));
-  for (OpOperand &operand : op->getOpOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    bool isInit = op.isDpsInit(&operand);
-    if (map.isIdentity() &&
-        (isInit ||
-         cast<MemRefType>(operand.get().getType()).getLayout().isIdentity()) &&
-        (isInit || operand.get() != out))
-      continue;
-    if (!isInit && map == lastDim)
-      continue;
-    return false;
+  SmallVector<Value> outAliases = aliasesOf(out);
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    auto type = cast<MemRefType>(input->get().getType());
+    if (llvm::is_contained(outAliases, input->get()) ||
+        !(map == lastDim ||
+          (map.isIdentity() && type.getLayout().isIdentity())))
+      return false;
   }
+  return op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
+}
+
+/// Whether `moved`, an operation of `op`'s block, can run at `op` instead:
+/// nothing between the two touches what it reads.
+bool inputsStillAt(Operation *moved, Operation *op) {
+  bool before = moved->isBeforeInBlock(op);
+  for (Value input : cast<linalg::LinalgOp>(moved).getDpsInputs())
+    if (isa<MemRefType>(input.getType()) &&
+        nearestUser(op, input, before) != moved)
+      return false;
   return true;
 }
 
@@ -170,11 +178,11 @@ TileEpilogues findEpilogues(Operation *op, Value out) {
     if (fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == out)
       found.init = fill;
   } else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(before)) {
-    if (isElementwiseOn(generic, out))
+    if (isElementwiseOn(generic, out) && inputsStillAt(generic, op))
       found.init = generic;
   }
   auto after = dyn_cast_or_null<linalg::GenericOp>(nearestUser(op, out, false));
-  if (after && isElementwiseOn(after, out))
+  if (after && isElementwiseOn(after, out) && inputsStillAt(after, op))
     found.map = after;
   return found;
 }

@@ -240,6 +240,43 @@ func.func @init_read_before(%x: memref<?x32xf32>, %w: memref<32x32xf32>,
 
 // -----
 
+// The bias is overwritten between its broadcast and the product: the
+// broadcast must read it where it stands, so it stays.
+// CHECK-LABEL: func @init_input_written_before
+// CHECK: linalg.generic
+// CHECK: linalg.fill
+// CHECK: fwp.kernel = "dense_rows"
+func.func @init_input_written_before(%x: memref<?x32xf32>,
+                                     %w: memref<32x32xf32>,
+                                     %bias: memref<32xf32>,
+                                     %y: memref<?x32xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o) -> (o)>,
+                       affine_map<(r, o) -> (r, o)>],
+      iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<32xf32>) outs(%y : memref<?x32xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%bias : memref<32xf32>)
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x32xf32>, memref<32x32xf32>)
+      outs(%y : memref<?x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A bias gradient db[o] = sum over rows of dy[t, b, o]: 64-row tiles of dy
 // summed down their 128 columns into rows of partial sums, then one kernel
 // adds up the partial rows and the last rows, starting from the fill.
