@@ -64,9 +64,8 @@ Value TileBuilder::stepTile(Value buffer, ArrayRef<Value> offsets, int64_t rows,
   // tile is then a plain 2-D view whose rows are B H W apart. (A view
   // dropping the middle dimensions instead makes transfers with permutation
   // maps, on which upstream's alias folding and folders do not converge.)
-  auto type = cast<MemRefType>(buffer.getType());
-  assert(type.getRank() == 4 && offsets.size() == 4 && cols > 0 &&
-         "steps of [T, B, H, W]");
+  assert(cast<MemRefType>(buffer.getType()).getRank() == 4 &&
+         offsets.size() == 4 && cols > 0 && "steps of [T, B, H, W]");
   auto flat = memref::CollapseShapeOp::create(
       b, buffer, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
   Value heads = memref::DimOp::create(b, buffer, 2);
