@@ -6,6 +6,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -199,6 +201,122 @@ DenseLayers collectDenseLayers(Operation *root) {
       layers.columnSums.emplace_back(op, *c);
   });
   return layers;
+}
+
+SmallVector<Value> aliasesOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  SmallVector<Value> aliases = {value};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == aliases[i])
+          aliases.push_back(view->getResult(0));
+  return aliases;
+}
+
+Operation *nearestUser(Operation *op, Value buffer, bool before) {
+  Operation *nearest = nullptr;
+  for (Value alias : aliasesOf(buffer))
+    for (Operation *user : alias.getUsers()) {
+      Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
+      if (!inBlock || inBlock == op || isa<ViewLikeOpInterface>(inBlock) ||
+          inBlock->isBeforeInBlock(op) != before)
+        continue;
+      if (!nearest || (inBlock->isBeforeInBlock(nearest) != before))
+        nearest = inBlock;
+    }
+  return nearest;
+}
+
+namespace {
+
+/// Whether `op` is elementwise on `out` [rows..., n], which it writes
+/// whole: every loop parallel, `out` its one init with the identity map,
+/// each input either a vector along n (broadcast over the rows) or of
+/// out's shape with the identity layout, none of them sharing out's memory.
+bool isElementwiseOn(linalg::GenericOp op, Value out) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getDpsInits()[0] != out ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      !cast<MemRefType>(out.getType()).getLayout().isIdentity())
+    return false;
+  unsigned rank = op.getNumLoops();
+  AffineMap lastDim =
+      AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, op.getContext()));
+  SmallVector<Value> outAliases = aliasesOf(out);
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    auto type = cast<MemRefType>(input->get().getType());
+    if (llvm::is_contained(outAliases, input->get()) ||
+        !(map == lastDim ||
+          (map.isIdentity() && type.getLayout().isIdentity())))
+      return false;
+  }
+  return op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
+}
+
+/// Whether `moved`, an operation of `op`'s block, can run at `op` instead:
+/// nothing between the two touches what it reads.
+bool inputsStillAt(Operation *moved, Operation *op) {
+  bool before = moved->isBeforeInBlock(op);
+  for (Value input : cast<linalg::LinalgOp>(moved).getDpsInputs())
+    if (isa<MemRefType>(input.getType()) &&
+        nearestUser(op, input, before) != moved)
+      return false;
+  return true;
+}
+
+} // namespace
+
+TileEpilogues findEpilogues(Operation *op, Value out) {
+  TileEpilogues found;
+  Operation *before = nearestUser(op, out, /*before=*/true);
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(before)) {
+    if (fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == out)
+      found.init = fill;
+  } else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(before)) {
+    if (isElementwiseOn(generic, out) && inputsStillAt(generic, op))
+      found.init = generic;
+  }
+  auto after = dyn_cast_or_null<linalg::GenericOp>(nearestUser(op, out, false));
+  if (after && isElementwiseOn(after, out) && inputsStillAt(after, op))
+    found.map = after;
+  return found;
+}
+
+linalg::LinalgOp onTile(ImplicitLocOpBuilder &b, Operation *op, Value tile,
+                        Value r0, Value c0) {
+  auto tileType = cast<MemRefType>(tile.getType());
+  int64_t height = tileType.getDimSize(0), width = tileType.getDimSize(1);
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return linalg::FillOp::create(b, fill.getInputs(), ValueRange{tile});
+  auto generic = cast<linalg::GenericOp>(op);
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx), ctx);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    if (generic.getMatchingIndexingMap(input).isIdentity()) {
+      Value input2d = collapseRows(b, input->get());
+      inputs.push_back(blockOf(b, input2d, r0, c0, height, width));
+      maps.push_back(identity);
+      continue;
+    }
+    SmallVector<OpFoldResult> offsets = {c0}, sizes = {b.getIndexAttr(width)},
+                              strides = {b.getIndexAttr(1)};
+    inputs.push_back(
+        memref::SubViewOp::create(b, input->get(), offsets, sizes, strides));
+    maps.push_back(columns);
+  }
+  maps.push_back(identity);
+  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+  auto mapped = linalg::GenericOp::create(b, TypeRange{}, inputs,
+                                          ValueRange{tile}, maps, parallel);
+  IRMapping mapping;
+  generic.getRegion().cloneInto(&mapped.getRegion(), mapping);
+  return mapped;
 }
 
 int64_t largestBlockDividing(int64_t size, int64_t limit) {

@@ -78,6 +78,35 @@ struct DenseLayers {
 
 DenseLayers collectDenseLayers(mlir::Operation *root);
 
+/// The buffer `value` is a view of (through view-like ops), and every
+/// view of it: what may read or write the same memory as `value`.
+llvm::SmallVector<mlir::Value> aliasesOf(mlir::Value value);
+
+/// The operation of `op`'s block nearest to `op`, before it or after it,
+/// that uses `buffer` or a view of it (views themselves aside).
+mlir::Operation *nearestUser(mlir::Operation *op, mlir::Value buffer,
+                             bool before);
+
+/// What fills the whole of a dense layer's output `out` before the layer
+/// accumulates into it (a linalg.fill, or an elementwise generic: the bias
+/// broadcast), and what maps it after (an elementwise generic: the gate's
+/// sigmoid), where they can move to the layer's product `op`: nothing
+/// between touches `out` or what they read. Null members: nothing to move.
+struct TileEpilogues {
+  mlir::Operation *init = nullptr;
+  mlir::linalg::GenericOp map;
+};
+
+TileEpilogues findEpilogues(mlir::Operation *op, mlir::Value out);
+
+/// `op` (a TileEpilogues member) on `tile`, a static [height, width] piece
+/// of its output (or a buffer standing in for it) at (r0, c0) of the
+/// output's collapsed rows: the fill's value, or the generic's body on the
+/// inputs' matching pieces.
+mlir::linalg::LinalgOp onTile(mlir::ImplicitLocOpBuilder &b,
+                              mlir::Operation *op, mlir::Value tile,
+                              mlir::Value r0, mlir::Value c0);
+
 /// The largest of limit, limit / 2, limit / 4, ... 1 that divides `size`.
 int64_t largestBlockDividing(int64_t size, int64_t limit);
 

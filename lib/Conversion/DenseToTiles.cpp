@@ -96,134 +96,6 @@ Rows splitRows(ImplicitLocOpBuilder &b, Value rows2d, int64_t block) {
   return {count, whole};
 }
 
-/// The buffer `value` is a view of (through view-like ops), and every
-/// view of it: what may read or write the same memory as `value`.
-SmallVector<Value> aliasesOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  SmallVector<Value> aliases = {value};
-  for (size_t i = 0; i < aliases.size(); ++i)
-    for (Operation *user : aliases[i].getUsers())
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-        if (view.getViewSource() == aliases[i])
-          aliases.push_back(view->getResult(0));
-  return aliases;
-}
-
-/// The operation of `op`'s block nearest to `op`, before it or after it,
-/// that uses `buffer` or a view of it (views themselves aside).
-Operation *nearestUser(Operation *op, Value buffer, bool before) {
-  Operation *nearest = nullptr;
-  for (Value alias : aliasesOf(buffer))
-    for (Operation *user : alias.getUsers()) {
-      Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
-      if (!inBlock || inBlock == op || isa<ViewLikeOpInterface>(inBlock) ||
-          inBlock->isBeforeInBlock(op) != before)
-        continue;
-      if (!nearest || (inBlock->isBeforeInBlock(nearest) != before))
-        nearest = inBlock;
-    }
-  return nearest;
-}
-
-/// Whether `op` is elementwise on `out` [rows..., n], which it writes
-/// whole: every loop parallel, `out` its one init with the identity map,
-/// each input either a vector along n (broadcast over the rows) or of
-/// out's shape with the identity layout, none of them sharing out's memory.
-bool isElementwiseOn(linalg::GenericOp op, Value out) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-      op.getDpsInits()[0] != out ||
-      op.getNumParallelLoops() != op.getNumLoops() ||
-      !cast<MemRefType>(out.getType()).getLayout().isIdentity())
-    return false;
-  unsigned rank = op.getNumLoops();
-  AffineMap lastDim =
-      AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, op.getContext()));
-  SmallVector<Value> outAliases = aliasesOf(out);
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(input);
-    auto type = cast<MemRefType>(input->get().getType());
-    if (llvm::is_contained(outAliases, input->get()) ||
-        !(map == lastDim ||
-          (map.isIdentity() && type.getLayout().isIdentity())))
-      return false;
-  }
-  return op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
-}
-
-/// Whether `moved`, an operation of `op`'s block, can run at `op` instead:
-/// nothing between the two touches what it reads.
-bool inputsStillAt(Operation *moved, Operation *op) {
-  bool before = moved->isBeforeInBlock(op);
-  for (Value input : cast<linalg::LinalgOp>(moved).getDpsInputs())
-    if (isa<MemRefType>(input.getType()) &&
-        nearestUser(op, input, before) != moved)
-      return false;
-  return true;
-}
-
-/// What fills the whole of a dense layer's output before it accumulates
-/// (a linalg.fill, or an elementwise generic: the bias broadcast), or maps
-/// it after (an elementwise generic: the gate's sigmoid), moved into the
-/// layer's tiles. Null members: nothing to move.
-struct TileEpilogues {
-  Operation *init = nullptr;
-  linalg::GenericOp map;
-};
-
-TileEpilogues findEpilogues(Operation *op, Value out) {
-  TileEpilogues found;
-  Operation *before = nearestUser(op, out, /*before=*/true);
-  if (auto fill = dyn_cast_or_null<linalg::FillOp>(before)) {
-    if (fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == out)
-      found.init = fill;
-  } else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(before)) {
-    if (isElementwiseOn(generic, out) && inputsStillAt(generic, op))
-      found.init = generic;
-  }
-  auto after = dyn_cast_or_null<linalg::GenericOp>(nearestUser(op, out, false));
-  if (after && isElementwiseOn(after, out) && inputsStillAt(after, op))
-    found.map = after;
-  return found;
-}
-
-/// `op` (a fill, or an elementwise generic of isElementwiseOn) on the
-/// [height, width] tile at (r0, c0) of its output, whose rows are collapsed
-/// into `rows2d`.
-void onTile(ImplicitLocOpBuilder &b, Operation *op, Value rows2d, Value r0,
-            Value c0, int64_t height, int64_t width) {
-  Value tile = blockOf(b, rows2d, r0, c0, height, width);
-  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
-    linalg::FillOp::create(b, fill.getInputs(), ValueRange{tile});
-    return;
-  }
-  auto generic = cast<linalg::GenericOp>(op);
-  MLIRContext *ctx = b.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
-  AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx), ctx);
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
-  for (OpOperand *input : generic.getDpsInputOperands()) {
-    if (generic.getMatchingIndexingMap(input).isIdentity()) {
-      Value input2d = collapseRows(b, input->get());
-      inputs.push_back(blockOf(b, input2d, r0, c0, height, width));
-      maps.push_back(identity);
-      continue;
-    }
-    SmallVector<OpFoldResult> offsets = {c0}, sizes = {b.getIndexAttr(width)},
-                              strides = {b.getIndexAttr(1)};
-    inputs.push_back(
-        memref::SubViewOp::create(b, input->get(), offsets, sizes, strides));
-    maps.push_back(columns);
-  }
-  maps.push_back(identity);
-  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
-  auto onTile = linalg::GenericOp::create(b, TypeRange{}, inputs,
-                                          ValueRange{tile}, maps, parallel);
-  IRMapping mapping;
-  generic.getRegion().cloneInto(&onTile.getRegion(), mapping);
-}
-
 /// sums[c] += sum_r tile[r, c] for a [rows, width] tile and sums [width],
 /// columns outermost: on the GPU a thread a column, each summing its column
 /// in a register.
@@ -293,7 +165,7 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
     // c0.. (W [out, in] is read transposed), its map.
     auto tile = [&](Value r0, Value c0, int64_t height) {
       if (epilogues.init)
-        onTile(b, epilogues.init, y, r0, c0, height, cols);
+        onTile(b, epilogues.init, blockOf(b, y, r0, c0, height, cols), r0, c0);
       Value w = p.wIsTransposed ? blockOf(b, p.w, zero, c0, p.in, cols)
                                 : blockOf(b, p.w, c0, zero, cols, p.in);
       // Named values fix the order of the ops (argument order is
@@ -302,7 +174,7 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       Value out = blockOf(b, y, r0, c0, height, cols);
       product(b, lhs, w, out, /*rhsTransposed=*/!p.wIsTransposed);
       if (epilogues.map)
-        onTile(b, epilogues.map, y, r0, c0, height, cols);
+        onTile(b, epilogues.map, blockOf(b, y, r0, c0, height, cols), r0, c0);
     };
     Value rowTiles = arith::DivUIOp::create(b, rows.whole, index(b, rowBlock));
     kernel(b, "dense_rows", {rowTiles, colTiles}, [&](ValueRange ids) {
@@ -390,7 +262,8 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       Value o0 = arith::MulIOp::create(b, ids[0], index(b, height));
       Value i0 = arith::MulIOp::create(b, ids[1], index(b, width));
       if (epilogues.init)
-        onTile(b, epilogues.init, w.dw, o0, i0, height, width);
+        onTile(b, epilogues.init, blockOf(b, w.dw, o0, i0, height, width), o0,
+               i0);
       Value out = blockOf(b, w.dw, o0, i0, height, width);
       // Rows r0 .. r0 + count of the sum: g's columns o0.. read transposed
       // times x's columns i0...
@@ -406,7 +279,8 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       sum(index(b, 0), rows.whole, rowBlock);
       sum(rows.whole, rows.count, 1);
       if (epilogues.map)
-        onTile(b, epilogues.map, w.dw, o0, i0, height, width);
+        onTile(b, epilogues.map, blockOf(b, w.dw, o0, i0, height, width), o0,
+               i0);
     });
     eraseAll(op, epilogues);
   }

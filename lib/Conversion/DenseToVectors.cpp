@@ -7,7 +7,11 @@
 // of W^T is contiguous along o), the rows are taken 8 at a time as static
 // 8 x in by in x out products, and the remaining rows one at a time, each
 // product cut into register tiles and vectorized (VectorTiles.h). Each
-// block accumulates in a stack buffer of its own, copied in and out. The
+// block accumulates in a stack buffer of its own, copied in and out; where
+// y is filled right before the product (zeros, the output bias) the block
+// starts from that instead of copying y's rows in, and an elementwise map
+// right after it (the gate's sigmoid) is applied before the copy out, so
+// neither is a pass over y of its own (DenseProducts.h, findEpilogues). The
 // blocks of 8 rows are an scf.forall, run on every core. The input
 // gradient dx = dy W is the same product with W already [in, out]. A
 // weight gradient dW = dy^T x sums over the rows: up to 64 rows of dW a
@@ -54,22 +58,33 @@ Value rowsOf(ImplicitLocOpBuilder &b, Value buffer, Value m0, int64_t height,
 /// y[m0 .. m0 + height) += x[m0 .. m0 + height) W^T, a static product. The
 /// rows of y are accumulated in `acc`, a buffer of its own: accumulators
 /// are only kept in registers across the k loop when the buffer they live
-/// in is not a view (y is a view of the collapsed rows).
+/// in is not a view (y is a view of the collapsed rows). `acc` starts from
+/// y's rows, or from what y would have been initialised with (zeros, the
+/// bias), and takes y's map (the sigmoid) before it is written back.
 SmallVector<linalg::LinalgOp> rowBlock(ImplicitLocOpBuilder &b, Value x,
                                        Value wt, Value y, Value acc, Value m0,
-                                       int64_t height, const DenseProduct &p) {
+                                       int64_t height, const DenseProduct &p,
+                                       const TileEpilogues &epilogues) {
   Value out = rowsOf(b, y, m0, height, p.out);
-  auto in = linalg::CopyOp::create(b, ValueRange{out}, ValueRange{acc});
-  auto product = linalg::MatmulOp::create(
-      b, ValueRange{rowsOf(b, x, m0, height, p.in), wt}, ValueRange{acc});
-  auto back = linalg::CopyOp::create(b, ValueRange{acc}, ValueRange{out});
-  return {in, product, back};
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  SmallVector<linalg::LinalgOp> ops;
+  if (epilogues.init)
+    ops.push_back(onTile(b, epilogues.init, acc, m0, zero));
+  else
+    ops.push_back(linalg::CopyOp::create(b, ValueRange{out}, ValueRange{acc}));
+  ops.push_back(linalg::MatmulOp::create(
+      b, ValueRange{rowsOf(b, x, m0, height, p.in), wt}, ValueRange{acc}));
+  if (epilogues.map)
+    ops.push_back(onTile(b, epilogues.map, acc, m0, zero));
+  ops.push_back(linalg::CopyOp::create(b, ValueRange{acc}, ValueRange{out}));
+  return ops;
 }
 
 /// Rewrites the dense product `op` into static row blocks; returns their
 /// operations.
 SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
                                                  const DenseProduct &p) {
+  TileEpilogues epilogues = findEpilogues(op, p.y);
   ImplicitLocOpBuilder b(op.getLoc(), op);
   Type elementType = cast<MemRefType>(p.w.getType()).getElementType();
   Value wt = p.w;
@@ -100,18 +115,23 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
         arith::MulIOp::create(b, blocks.getInductionVars()[0], blockRows);
     Value acc = memref::AllocaOp::create(
         b, MemRefType::get({kRowBlock, p.out}, elementType));
-    llvm::append_range(ops, rowBlock(b, x, wt, y, acc, m0, kRowBlock, p));
+    llvm::append_range(ops,
+                       rowBlock(b, x, wt, y, acc, m0, kRowBlock, p, epilogues));
   }
   auto rest = scf::ForOp::create(b, whole, rows, one);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(rest.getBody()->getTerminator());
-    llvm::append_range(
-        ops, rowBlock(b, x, wt, y, accRow, rest.getInductionVar(), 1, p));
+    llvm::append_range(ops, rowBlock(b, x, wt, y, accRow,
+                                     rest.getInductionVar(), 1, p, epilogues));
   }
   if (!p.wIsTransposed)
     memref::DeallocOp::create(b, wt);
   op.erase();
+  if (epilogues.init)
+    epilogues.init->erase();
+  if (epilogues.map)
+    epilogues.map->erase();
   return ops;
 }
 
