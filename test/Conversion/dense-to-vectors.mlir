@@ -114,3 +114,50 @@ func.func @bias_gradient(%dy: memref<?x2x16xf32>, %db: memref<16xf32>) {
   }
   return
 }
+
+// -----
+
+// The gate: a block's accumulator starts from the zeros z was filled with
+// (no fill of z, no copy of z's rows in), and the sigmoid is applied to it
+// before it is stored (no pass over z of its own).
+// CHECK-LABEL: func @gate
+// CHECK-DAG: %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall
+// CHECK: %[[ACC:.*]] = memref.alloca() : memref<8x16xf32>
+// CHECK: vector.store %[[ZEROS]], %[[ACC]]
+// CHECK: vector.fma
+// CHECK: vector.load %[[ACC]]
+// CHECK: math.exp {{.*}} : vector<1x16xf32>
+// CHECK: vector.store %{{.*}}, %[[ACC]]
+// CHECK-NOT: linalg.generic
+func.func @gate(%x: memref<?x32xf32>, %w: memref<16x32xf32>,
+                %z: memref<?x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%z : memref<?x16xf32>)
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<?x32xf32>, memref<16x32xf32>)
+      outs(%z : memref<?x16xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o) -> (r, o)>],
+      iterator_types = ["parallel", "parallel"]}
+      outs(%z : memref<?x16xf32>) {
+  ^bb0(%v: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %v : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  }
+  return
+}
