@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
@@ -221,7 +222,7 @@ Operation *nearestUser(Operation *op, Value buffer, bool before) {
     for (Operation *user : alias.getUsers()) {
       Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
       if (!inBlock || inBlock == op || isa<ViewLikeOpInterface>(inBlock) ||
-          inBlock->isBeforeInBlock(op) != before)
+          isMemoryEffectFree(inBlock) || inBlock->isBeforeInBlock(op) != before)
         continue;
       if (!nearest || (inBlock->isBeforeInBlock(nearest) != before))
         nearest = inBlock;

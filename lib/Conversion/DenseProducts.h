@@ -83,7 +83,8 @@ DenseLayers collectDenseLayers(mlir::Operation *root);
 llvm::SmallVector<mlir::Value> aliasesOf(mlir::Value value);
 
 /// The operation of `op`'s block nearest to `op`, before it or after it,
-/// that uses `buffer` or a view of it (views themselves aside).
+/// that uses `buffer` or a view of it (views, and operations without
+/// memory effects such as memref.dim, aside).
 mlir::Operation *nearestUser(mlir::Operation *op, mlir::Value buffer,
                              bool before);
 

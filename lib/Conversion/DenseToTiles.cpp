@@ -11,6 +11,10 @@
 //                      y, one product over the whole of `in`;
 //     dense_rows_tail  grid (R mod rows, out / cols): the last rows one at
 //                      a time (1 x cols products, on the CUDA cores).
+//   Products of the same x in a row (q, k, v and the gate's logits) share
+//   one dense_rows and one dense_rows_tail: x against the stacked weights
+//   [W_q; W_k; W_v; W_beta], whose column tiles each land in their own
+//   layer's output (no stacked copy of the weights, none of the output).
 //   sums[out] += sum over the rows of g[R, out] (a bias's gradient):
 //     dense_column_partials grid (R / rows, out / wide): each block sums a
 //                      rows x wide tile of g down its columns, into a row
@@ -48,8 +52,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace fwp {
@@ -133,6 +137,68 @@ Value rowPieceOf(ImplicitLocOpBuilder &b, Value buffer, Value r, Value c0,
   return memref::SubViewOp::create(b, type, buffer, offsets, sizes, strides);
 }
 
+/// A dense product with what moves into its tiles.
+struct Layer {
+  Operation *op;
+  DenseProduct p;
+  TileEpilogues epilogues;
+};
+
+/// Whether `layer`'s product can move down to `to`, a later operation of
+/// its block, together with its init: nothing between reads or writes its
+/// output or writes what it reads (products in `group`, which only read x,
+/// aside), it has no map (which would have to follow it), and its init is
+/// none or a fill (which reads no buffer).
+bool canMoveDown(const Layer &layer, Operation *to, ArrayRef<Layer> group) {
+  if (layer.epilogues.map ||
+      (layer.epilogues.init && !isa<linalg::FillOp>(layer.epilogues.init)))
+    return false;
+  Operation *from = layer.op;
+  Block *block = from->getBlock();
+  if (to->getBlock() != block || !from->isBeforeInBlock(to))
+    return false;
+  auto isGroupProduct = [&](Operation *op) {
+    return llvm::any_of(group, [&](const Layer &l) { return l.op == op; });
+  };
+  for (Value buffer : {layer.p.y, layer.p.x, layer.p.w})
+    for (Value alias : aliasesOf(buffer))
+      for (Operation *user : alias.getUsers()) {
+        Operation *inBlock = block->findAncestorOpInBlock(*user);
+        if (!inBlock || isa<ViewLikeOpInterface>(inBlock) ||
+            isMemoryEffectFree(inBlock) || !from->isBeforeInBlock(inBlock) ||
+            !inBlock->isBeforeInBlock(to))
+          continue;
+        if (buffer == layer.p.y || !isGroupProduct(inBlock))
+          return false;
+      }
+  return true;
+}
+
+/// The products in runs that read the same x (q, k, v and the gate's
+/// logits: one product of x against the stacked weights), each run in
+/// order; a product that cannot join the run before it starts a new one.
+SmallVector<SmallVector<Layer>> groupByInput(ArrayRef<Layer> products) {
+  SmallVector<SmallVector<Layer>> groups;
+  for (const Layer &layer : products) {
+    if (!groups.empty()) {
+      SmallVector<Layer> &group = groups.back();
+      SmallVector<Layer> joined(group);
+      joined.push_back(layer);
+      bool joins = group.front().p.x == layer.p.x && !layer.p.wIsTransposed &&
+                   !group.front().p.wIsTransposed &&
+                   llvm::all_of(group, [&](const Layer &member) {
+                     return canMoveDown(member, layer.op, joined);
+                   });
+      if (joins) {
+        group.push_back(layer);
+        continue;
+      }
+    }
+    groups.push_back({layer});
+  }
+  return groups;
+}
+
 struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
   using FwpDenseToTilesBase::FwpDenseToTilesBase;
 
@@ -144,28 +210,45 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       return signalPassFailure();
     }
     DenseLayers layers = collectDenseLayers(getOperation());
+    SmallVector<Layer> products;
     for (auto &[op, p] : layers.products)
-      tileProduct(op, p);
+      products.push_back({op, p, findEpilogues(op, p.y)});
+    for (ArrayRef<Layer> group : groupByInput(products))
+      tileProducts(group);
     for (auto &[op, w] : layers.gradients)
       tileWeightGradient(op, w);
     for (auto &[op, c] : layers.columnSums)
       tileColumnSum(op, c);
   }
 
-  /// y += x op(W) as dense_rows and dense_rows_tail.
-  void tileProduct(linalg::GenericOp op, const DenseProduct &p) {
-    TileEpilogues epilogues = findEpilogues(op, p.y);
-    ImplicitLocOpBuilder b(op.getLoc(), op);
-    Value x = collapseRows(b, p.x), y = collapseRows(b, p.y);
+  /// y += x op(W) for each layer of `group` (products of the same x, in
+  /// order), as one dense_rows and one dense_rows_tail: x against the
+  /// layers' weights side by side, each column tile in its own layer's
+  /// output. The kernels go where the last layer's product was.
+  void tileProducts(ArrayRef<Layer> group) {
+    Operation *last = group.back().op;
+    ImplicitLocOpBuilder b(last->getLoc(), last);
+    Value x = collapseRows(b, group.front().p.x);
     Rows rows = splitRows(b, x, rowBlock);
-    int64_t cols = largestBlockDividing(p.out, colBlock);
-    OpFoldResult colTiles = b.getIndexAttr(p.out / cols);
     Value zero = index(b, 0);
-    // rows x cols of y at (r0, c0): its init, x's rows times W's columns
-    // c0.. (W [out, in] is read transposed), its map.
-    auto tile = [&](Value r0, Value c0, int64_t height) {
-      if (epilogues.init)
-        onTile(b, epilogues.init, blockOf(b, y, r0, c0, height, cols), r0, c0);
+    // Each layer's output rows, tile width and first column tile.
+    SmallVector<Value> outputs;
+    SmallVector<int64_t> widths, firstTiles = {0};
+    for (const Layer &layer : group) {
+      outputs.push_back(collapseRows(b, layer.p.y));
+      widths.push_back(largestBlockDividing(layer.p.out, colBlock));
+      firstTiles.push_back(firstTiles.back() + layer.p.out / widths.back());
+    }
+    // height x cols of layer i's y at (r0, c0): its init, x's rows times
+    // W's columns c0.. (W [out, in] is read transposed), its map.
+    auto tile = [&](size_t i, Value r0, Value c0, int64_t height) {
+      const Layer &layer = group[i];
+      const DenseProduct &p = layer.p;
+      int64_t cols = widths[i];
+      Value y = outputs[i];
+      if (layer.epilogues.init)
+        onTile(b, layer.epilogues.init, blockOf(b, y, r0, c0, height, cols), r0,
+               c0);
       Value w = p.wIsTransposed ? blockOf(b, p.w, zero, c0, p.in, cols)
                                 : blockOf(b, p.w, c0, zero, cols, p.in);
       // Named values fix the order of the ops (argument order is
@@ -173,22 +256,41 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       Value lhs = blockOf(b, x, r0, zero, height, p.in);
       Value out = blockOf(b, y, r0, c0, height, cols);
       product(b, lhs, w, out, /*rhsTransposed=*/!p.wIsTransposed);
-      if (epilogues.map)
-        onTile(b, epilogues.map, blockOf(b, y, r0, c0, height, cols), r0, c0);
+      if (layer.epilogues.map)
+        onTile(b, layer.epilogues.map, blockOf(b, y, r0, c0, height, cols), r0,
+               c0);
     };
+    // The tile of column tile `id` (of all the layers) at rows r0...
+    auto dispatch = [&](Value id, Value r0, int64_t height) {
+      for (size_t i = 0; i < group.size(); ++i) {
+        Value first = index(b, firstTiles[i]);
+        OpBuilder::InsertionGuard guard(b);
+        if (group.size() > 1) {
+          Value from =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::uge, id, first);
+          Value below = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, id,
+                                              index(b, firstTiles[i + 1]));
+          auto inLayer = scf::IfOp::create(
+              b, arith::AndIOp::create(b, from, below), /*withElse=*/false);
+          b.setInsertionPoint(inLayer.thenBlock()->getTerminator());
+        }
+        Value c0 = arith::MulIOp::create(b, arith::SubIOp::create(b, id, first),
+                                         index(b, widths[i]));
+        tile(i, r0, c0, height);
+      }
+    };
+    OpFoldResult colTiles = b.getIndexAttr(firstTiles.back());
     Value rowTiles = arith::DivUIOp::create(b, rows.whole, index(b, rowBlock));
     kernel(b, "dense_rows", {rowTiles, colTiles}, [&](ValueRange ids) {
-      Value r0 = arith::MulIOp::create(b, ids[0], index(b, rowBlock));
-      Value c0 = arith::MulIOp::create(b, ids[1], index(b, cols));
-      tile(r0, c0, rowBlock);
+      dispatch(ids[1], arith::MulIOp::create(b, ids[0], index(b, rowBlock)),
+               rowBlock);
     });
     Value rest = arith::SubIOp::create(b, rows.count, rows.whole);
     kernel(b, "dense_rows_tail", {rest, colTiles}, [&](ValueRange ids) {
-      Value r = arith::AddIOp::create(b, rows.whole, ids[0]);
-      Value c0 = arith::MulIOp::create(b, ids[1], index(b, cols));
-      tile(r, c0, 1);
+      dispatch(ids[1], arith::AddIOp::create(b, rows.whole, ids[0]), 1);
     });
-    eraseAll(op, epilogues);
+    for (const Layer &layer : group)
+      eraseAll(layer.op, layer.epilogues);
   }
 
   /// sums += the column sums of g as dense_column_partials and

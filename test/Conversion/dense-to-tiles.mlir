@@ -312,3 +312,113 @@ func.func @bias_gradient(%dy: memref<?x2x256xf32>, %db: memref<256xf32>) {
   }
   return
 }
+
+// -----
+
+// Products of the same x one after another (here a projection to 64
+// outputs and the gate's 4 logits) share one launch: x against both weights
+// side by side, 2 column tiles for the first and 1 for the second, each
+// block taking the layer its column tile falls in. The launch goes where
+// the last product was.
+// CHECK-LABEL: func @stacked
+// CHECK-SAME: (%[[X:.*]]: memref<?x32xf32>, %[[WQ:.*]]: memref<64x32xf32>, %[[WB:.*]]: memref<4x32xf32>, %[[Q:.*]]: memref<?x64xf32>, %[[Z:.*]]: memref<?x4xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall (%{{.*}}, %[[J:.*]]) in (%{{.*}}, 3)
+// CHECK: %[[IN0:.*]] = arith.andi
+// CHECK: scf.if %[[IN0]]
+// CHECK: memref.subview %[[WQ]]
+// CHECK: linalg.matmul {{.*}} outs(%{{.*}} : memref<64x32xf32
+// CHECK: %[[IN1:.*]] = arith.andi
+// CHECK: scf.if %[[IN1]]
+// CHECK: memref.subview %[[WB]]
+// CHECK: linalg.matmul {{.*}} outs(%{{.*}} : memref<64x4xf32
+// CHECK: math.exp
+// CHECK: fwp.kernel = "dense_rows"
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (%{{.*}}, 3)
+// CHECK: fwp.kernel = "dense_rows_tail"
+// CHECK-NOT: fwp.kernel
+func.func @stacked(%x: memref<?x32xf32>, %wq: memref<64x32xf32>,
+                   %wb: memref<4x32xf32>, %q: memref<?x64xf32>,
+                   %z: memref<?x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%q : memref<?x64xf32>)
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wq : memref<?x32xf32>, memref<64x32xf32>)
+      outs(%q : memref<?x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%z : memref<?x4xf32>)
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wb : memref<?x32xf32>, memref<4x32xf32>)
+      outs(%z : memref<?x4xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o) -> (r, o)>],
+      iterator_types = ["parallel", "parallel"]}
+      outs(%z : memref<?x4xf32>) {
+  ^bb0(%v: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %v : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The first output is read before the second product: each keeps its own
+// launch, in place.
+// CHECK-LABEL: func @not_stacked
+// CHECK: fwp.kernel = "dense_rows"
+// CHECK: fwp.kernel = "dense_rows_tail"
+// CHECK: memref.copy
+// CHECK: fwp.kernel = "dense_rows"
+// CHECK: fwp.kernel = "dense_rows_tail"
+func.func @not_stacked(%x: memref<?x32xf32>, %wq: memref<64x32xf32>,
+                       %wk: memref<64x32xf32>, %q: memref<?x64xf32>,
+                       %k: memref<?x64xf32>, %keep: memref<?x64xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wq : memref<?x32xf32>, memref<64x32xf32>)
+      outs(%q : memref<?x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %q, %keep : memref<?x64xf32> to memref<?x64xf32>
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wk : memref<?x32xf32>, memref<64x32xf32>)
+      outs(%k : memref<?x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
