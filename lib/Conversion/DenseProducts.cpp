@@ -78,6 +78,12 @@ Value collapseRows(ImplicitLocOpBuilder &b, Value buffer) {
   return memref::CollapseShapeOp::create(b, buffer, groups);
 }
 
+Value pieceOf(ImplicitLocOpBuilder &b, Value buffer, Value c0, int64_t width) {
+  SmallVector<OpFoldResult> offsets = {c0}, sizes = {b.getIndexAttr(width)},
+                            strides = {b.getIndexAttr(1)};
+  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
+}
+
 /// The static [height, width] block of a 2-D buffer at (r0, c0).
 Value blockOf(ImplicitLocOpBuilder &b, Value buffer, Value r0, Value c0,
               int64_t height, int64_t width) {
@@ -216,17 +222,26 @@ SmallVector<Value> aliasesOf(Value value) {
   return aliases;
 }
 
-Operation *nearestUser(Operation *op, Value buffer, bool before) {
-  Operation *nearest = nullptr;
+SmallVector<Operation *> usersInBlock(Value buffer, Block *block) {
+  SmallVector<Operation *> users;
   for (Value alias : aliasesOf(buffer))
     for (Operation *user : alias.getUsers()) {
-      Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
-      if (!inBlock || inBlock == op || isa<ViewLikeOpInterface>(inBlock) ||
-          isMemoryEffectFree(inBlock) || inBlock->isBeforeInBlock(op) != before)
-        continue;
-      if (!nearest || (inBlock->isBeforeInBlock(nearest) != before))
-        nearest = inBlock;
+      Operation *inBlock = block->findAncestorOpInBlock(*user);
+      if (inBlock && !isa<ViewLikeOpInterface>(inBlock) &&
+          !isMemoryEffectFree(inBlock))
+        users.push_back(inBlock);
     }
+  return users;
+}
+
+Operation *nearestUser(Operation *op, Value buffer, bool before) {
+  Operation *nearest = nullptr;
+  for (Operation *user : usersInBlock(buffer, op->getBlock())) {
+    if (user == op || user->isBeforeInBlock(op) != before)
+      continue;
+    if (!nearest || user->isBeforeInBlock(nearest) != before)
+      nearest = user;
+  }
   return nearest;
 }
 
@@ -305,10 +320,7 @@ linalg::LinalgOp onTile(ImplicitLocOpBuilder &b, Operation *op, Value tile,
       maps.push_back(identity);
       continue;
     }
-    SmallVector<OpFoldResult> offsets = {c0}, sizes = {b.getIndexAttr(width)},
-                              strides = {b.getIndexAttr(1)};
-    inputs.push_back(
-        memref::SubViewOp::create(b, input->get(), offsets, sizes, strides));
+    inputs.push_back(pieceOf(b, input->get(), c0, width));
     maps.push_back(columns);
   }
   maps.push_back(identity);
@@ -318,6 +330,14 @@ linalg::LinalgOp onTile(ImplicitLocOpBuilder &b, Operation *op, Value tile,
   IRMapping mapping;
   generic.getRegion().cloneInto(&mapped.getRegion(), mapping);
   return mapped;
+}
+
+void eraseWithEpilogues(Operation *op, const TileEpilogues &epilogues) {
+  op->erase();
+  if (epilogues.init)
+    epilogues.init->erase();
+  if (epilogues.map)
+    epilogues.map->erase();
 }
 
 int64_t largestBlockDividing(int64_t size, int64_t limit) {

@@ -52,6 +52,10 @@ std::optional<ColumnSum> matchColumnSum(mlir::linalg::GenericOp op);
 /// [rows..., n] -> [prod(rows), n].
 mlir::Value collapseRows(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer);
 
+/// The static [width] piece of a 1-D buffer at c0.
+mlir::Value pieceOf(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
+                    mlir::Value c0, int64_t width);
+
 /// The static [height, width] block of a 2-D buffer at (r0, c0).
 mlir::Value blockOf(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
                     mlir::Value r0, mlir::Value c0, int64_t height,
@@ -82,6 +86,12 @@ DenseLayers collectDenseLayers(mlir::Operation *root);
 /// view of it: what may read or write the same memory as `value`.
 llvm::SmallVector<mlir::Value> aliasesOf(mlir::Value value);
 
+/// The operations of `block` that use `buffer` or a view of it, directly
+/// or in their regions (views, and operations without memory effects such
+/// as memref.dim, aside).
+llvm::SmallVector<mlir::Operation *> usersInBlock(mlir::Value buffer,
+                                                  mlir::Block *block);
+
 /// The operation of `op`'s block nearest to `op`, before it or after it,
 /// that uses `buffer` or a view of it (views, and operations without
 /// memory effects such as memref.dim, aside).
@@ -99,6 +109,9 @@ struct TileEpilogues {
 };
 
 TileEpilogues findEpilogues(mlir::Operation *op, mlir::Value out);
+
+/// Erases the product `op` and the init and map that moved into its tiles.
+void eraseWithEpilogues(mlir::Operation *op, const TileEpilogues &epilogues);
 
 /// `op` (a TileEpilogues member) on `tile`, a static [height, width] piece
 /// of its output (or a buffer standing in for it) at (r0, c0) of the

@@ -53,8 +53,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace fwp {
 #define GEN_PASS_DEF_FWPDENSETOTILES
@@ -119,13 +117,6 @@ void addColumnSums(ImplicitLocOpBuilder &b, Value tile, Value sums) {
       });
 }
 
-/// The static [width] piece of a 1-D buffer at c0.
-Value pieceOf(ImplicitLocOpBuilder &b, Value buffer, Value c0, int64_t width) {
-  SmallVector<OpFoldResult> offsets = {c0}, sizes = {b.getIndexAttr(width)},
-                            strides = {b.getIndexAttr(1)};
-  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
-}
-
 /// The static [width] piece of row r of a 2-D buffer at column c0.
 Value rowPieceOf(ImplicitLocOpBuilder &b, Value buffer, Value r, Value c0,
                  int64_t width) {
@@ -161,16 +152,11 @@ bool canMoveDown(const Layer &layer, Operation *to, ArrayRef<Layer> group) {
     return llvm::any_of(group, [&](const Layer &l) { return l.op == op; });
   };
   for (Value buffer : {layer.p.y, layer.p.x, layer.p.w})
-    for (Value alias : aliasesOf(buffer))
-      for (Operation *user : alias.getUsers()) {
-        Operation *inBlock = block->findAncestorOpInBlock(*user);
-        if (!inBlock || isa<ViewLikeOpInterface>(inBlock) ||
-            isMemoryEffectFree(inBlock) || !from->isBeforeInBlock(inBlock) ||
-            !inBlock->isBeforeInBlock(to))
-          continue;
-        if (buffer == layer.p.y || !isGroupProduct(inBlock))
-          return false;
-      }
+    for (Operation *user : usersInBlock(buffer, block)) {
+      bool between = from->isBeforeInBlock(user) && user->isBeforeInBlock(to);
+      if (between && (buffer == layer.p.y || !isGroupProduct(user)))
+        return false;
+    }
   return true;
 }
 
@@ -290,7 +276,7 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       dispatch(ids[1], arith::AddIOp::create(b, rows.whole, ids[0]), 1);
     });
     for (const Layer &layer : group)
-      eraseAll(layer.op, layer.epilogues);
+      eraseWithEpilogues(layer.op, layer.epilogues);
   }
 
   /// sums += the column sums of g as dense_column_partials and
@@ -337,17 +323,7 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       sumRows(g, rows.whole, rows.count, 1);
     });
     memref::DeallocOp::create(b, partial);
-    op.erase();
-    if (fill)
-      fill.erase();
-  }
-
-  static void eraseAll(Operation *op, const TileEpilogues &epilogues) {
-    op->erase();
-    if (epilogues.init)
-      epilogues.init->erase();
-    if (epilogues.map)
-      epilogues.map->erase();
+    eraseWithEpilogues(op, {fill, {}});
   }
 
   /// dW += g^T x as dense_weight_grad.
@@ -384,7 +360,7 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
         onTile(b, epilogues.map, blockOf(b, w.dw, o0, i0, height, width), o0,
                i0);
     });
-    eraseAll(op, epilogues);
+    eraseWithEpilogues(op, epilogues);
   }
 };
 

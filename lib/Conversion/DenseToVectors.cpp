@@ -127,11 +127,7 @@ SmallVector<linalg::LinalgOp> splitIntoRowBlocks(linalg::GenericOp op,
   }
   if (!p.wIsTransposed)
     memref::DeallocOp::create(b, wt);
-  op.erase();
-  if (epilogues.init)
-    epilogues.init->erase();
-  if (epilogues.map)
-    epilogues.map->erase();
+  eraseWithEpilogues(op, epilogues);
   return ops;
 }
 
