@@ -1,12 +1,13 @@
 //===- CudaKernel.cpp - Entry points compiled for NVIDIA GPUs -------------===//
 //
-// The entry point's module (AttentionModule.h), lowered by fwp-to-ptx, is
-// exported as a launch plan (docs/launch-plan.md) over the PTX of its
-// kernels: `<dir>/plan.fwp` and `<dir>/<module>.ptx`, which the runtime
-// carries out with the CUDA driver (fwp/Runtime/AttentionEntry.h).
-// Compiling needs no GPU.
+// A module's function, lowered by fwp-to-ptx, is exported as a launch plan
+// (docs/launch-plan.md) over the PTX of its kernels: `<dir>/plan.fwp` and
+// `<dir>/<module>.ptx`, which the runtime carries out with the CUDA driver
+// (fwp/Runtime/PlanCuda.h). Compiling needs no GPU.
 //
 //===----------------------------------------------------------------------===//
+
+#include "CudaCompiler.h"
 
 #include "AttentionModule.h"
 #include "CompileSupport.h"
@@ -28,30 +29,30 @@ using namespace mlir;
 
 namespace fwp::jit {
 
-StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
-                            const std::string &key, const std::string &dir,
-                            const CompileOptions &options) {
+StageTimes compileCudaModule(const std::string &what, int64_t chunkSize,
+                             const std::string &chip,
+                             function_ref<void(ModuleOp)> build,
+                             StringRef function, const std::string &dir,
+                             const rt::ModuleInfo &info,
+                             const std::string &dumpDirectory) {
   auto start = std::chrono::steady_clock::now();
-  Failure fail(fmt::format("the {} of the CUDA kernel ({})",
-                           rt::entryPointName(entry), desc.str()));
+  Failure fail(what);
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
-  buildAttentionModule(*module, desc, entry);
+  build(*module);
   if (failed(verify(*module)))
     fail("building the module", compile.diagnostics().text());
 
   PassManager pm(&compile.context(), ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
   PtxPipelineOptions pipeline;
-  pipeline.chunkSize = desc.chunkSize;
-  pipeline.chip = desc.targetChip();
+  pipeline.chunkSize = chunkSize;
+  pipeline.chip = chip;
   buildFwpToPtxPipeline(pm, pipeline);
-  dumpEveryStage(pm, *module, options.dumpDirectory);
+  dumpEveryStage(pm, *module, dumpDirectory);
   if (failed(pm.run(*module)))
     fail("the fwp-to-ptx pipeline", compile.diagnostics().text());
 
-  const char *function =
-      entry == EntryPoint::Forward ? kForwardName : kBackwardName;
   FailureOr<ExportedPlan> exported =
       exportLaunchPlan(*module, function, pipeline.indexBitwidth);
   if (failed(exported))
@@ -65,14 +66,26 @@ StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
   std::vector<std::string> names;
   for (const auto &[name, text] : files) {
     rt::writeFile(fmt::format("{}/{}", dir, name), text);
-    if (!options.dumpDirectory.empty())
-      writeDumpFile(options.dumpDirectory, name, text);
+    if (!dumpDirectory.empty())
+      writeDumpFile(dumpDirectory, name, text);
     names.push_back(name);
   }
-  rt::writeModuleInfo(dir, moduleInfo(desc, entry, key), names);
+  rt::writeModuleInfo(dir, info, names);
   return {{"passes+export", std::chrono::duration<double>(
                                 std::chrono::steady_clock::now() - start)
                                 .count()}};
+}
+
+StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
+                            const std::string &key, const std::string &dir,
+                            const CompileOptions &options) {
+  return compileCudaModule(
+      fmt::format("the {} of the CUDA kernel ({})", rt::entryPointName(entry),
+                  desc.str()),
+      desc.chunkSize, desc.targetChip(),
+      [&](ModuleOp m) { buildAttentionModule(m, desc, entry); },
+      entry == EntryPoint::Forward ? kForwardName : kBackwardName, dir,
+      moduleInfo(desc, entry, key), options.dumpDirectory);
 }
 
 } // namespace fwp::jit

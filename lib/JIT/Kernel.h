@@ -44,6 +44,9 @@ StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
 /// kernel's cache key. Computed once per process.
 const std::string &hostTargetDescription();
 
+/// "sm_NN" or "sm_NNa" with NN >= 50, as the PTX backend accepts.
+bool isCudaChip(const std::string &chip);
+
 /// The shortest %g form of `v` that reads back as exactly `v`: equal
 /// descriptions must give equal strings, and 1e-6 should read "1e-06".
 std::string roundTrip(double v);

@@ -36,17 +36,6 @@ const char *knownDTypeName(DType dtype) {
   return nullptr;
 }
 
-/// "sm_NN" or "sm_NNa" (NN >= 50, as the PTX backend accepts).
-bool isCudaChip(const std::string &chip) {
-  if (chip.size() < 5 || chip.compare(0, 3, "sm_") != 0)
-    return false;
-  size_t end = chip.back() == 'a' ? chip.size() - 1 : chip.size();
-  for (size_t i = 3; i < end; ++i)
-    if (chip[i] < '0' || chip[i] > '9')
-      return false;
-  return end > 3 && std::stoi(chip.substr(3, end - 3)) >= 50;
-}
-
 const char *backendName(Backend backend) {
   switch (backend) {
   case Backend::Cpu:
@@ -66,6 +55,17 @@ bool productFits(std::initializer_list<int64_t> factors) {
 }
 
 } // namespace
+
+/// "sm_NN" or "sm_NNa" (NN >= 50, as the PTX backend accepts).
+bool isCudaChip(const std::string &chip) {
+  if (chip.size() < 5 || chip.compare(0, 3, "sm_") != 0)
+    return false;
+  size_t end = chip.back() == 'a' ? chip.size() - 1 : chip.size();
+  for (size_t i = 3; i < end; ++i)
+    if (chip[i] < '0' || chip[i] > '9')
+      return false;
+  return end > 3 && std::stoi(chip.substr(3, end - 3)) >= 50;
+}
 
 std::string roundTrip(double v) {
   char buf[32];

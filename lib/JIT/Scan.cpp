@@ -1,37 +1,31 @@
 //===- Scan.cpp - The bare fast-weight scan, compiled ---------------------===//
 //
-//   func.func @fwp_scan(%q, %k, %v, [%beta], [%initial],
-//                       %y: memref, %final_state: memref)
-//   func.func @fwp_scan_grad(%q, %k, %v, [%beta], [%initial], %dy,
-//                            [%d_final_state], %dq: memref, %dk, %dv,
-//                            [%dbeta], %d_initial)
-//
-// with T, B and H dynamic, compiled into one kernel.so (a compiled module
-// directory, docs/compiled-modules.md) that the disk cache keeps, and called
-// through the runtime's HostLibrary.
+// The scan's two functions (ScanModule.cpp) as the disk cache keeps them
+// (docs/compiled-modules.md) and as they are called: for the CPU one
+// kernel.so with both, called through the runtime's HostLibrary; for CUDA a
+// launch plan per function, each compiled on its first use and carried out
+// by the runtime (fwp/Runtime/PlanCuda.h). No MLIR here: the compiler is
+// reached through ScanKernel.h only.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fwp/JIT/Scan.h"
 
-#include "CompileSupport.h"
-#include "CpuCompiler.h"
 #include "DiskCache.h"
 #include "Kernel.h"
+#include "ScanKernel.h"
 
 #include "fwp/Runtime/HostLibrary.h"
-
-#include "fwp/Dialect/FwpOps.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
-
-using namespace mlir;
 
 namespace fwp::jit {
 
@@ -41,67 +35,11 @@ namespace {
   throw std::invalid_argument("invalid scan description: " + what);
 }
 
-constexpr const char *kForwardName = "fwp_scan";
-constexpr const char *kBackwardName = "fwp_scan_grad";
-
-void buildModule(ModuleOp module, const ScanDesc &desc) {
-  OpBuilder b(module.getContext());
-  Location loc = NameLoc::get(b.getStringAttr("fwp-jit scan"));
-  b.setInsertionPointToEnd(module.getBody());
-  Type t = elementType(b, desc.dtype);
-  int64_t dyn = ShapedType::kDynamic;
-  bool delta = desc.rule == Rule::Delta;
-  fwp::Rule rule = delta ? fwp::Rule::Delta : fwp::Rule::Sum;
-  auto in = RankedTensorType::get({dyn, dyn, dyn, desc.dInput}, t);
-  auto values = RankedTensorType::get({dyn, dyn, dyn, desc.dValue}, t);
-  auto beta = RankedTensorType::get({dyn, dyn, dyn}, t);
-  auto state =
-      RankedTensorType::get({dyn, dyn, desc.dValue, desc.dFeature()}, t);
-  IntegerAttr nu = desc.nu > 0 ? b.getI64IntegerAttr(desc.nu) : IntegerAttr();
-  FloatAttr eps = desc.nu > 0 ? b.getF64FloatAttr(desc.eps) : FloatAttr();
-
-  // Operands shared by both: q, k, v, [beta], [initial].
-  SmallVector<Type> common = {in, in, values};
-  if (delta)
-    common.push_back(beta);
-  if (desc.initial)
-    common.push_back(state);
-  auto split = [&](ValueRange a) {
-    unsigned next = 3;
-    Value betaValue = delta ? a[next++] : Value();
-    Value initial = desc.initial ? a[next++] : Value();
-    return std::tuple{betaValue, initial, next};
-  };
-
-  buildEntryFunction(b, loc, kForwardName, common, {values, state},
-                     [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
-                       auto [betaValue, initial, next] = split(a);
-                       (void)next;
-                       auto scan = fwp::ScanOp::create(
-                           b, loc, values, state, rule, a[0], a[1], a[2],
-                           betaValue, initial, nu, eps);
-                       return {scan.getY(), scan.getFinalState()};
-                     });
-
-  SmallVector<Type> gradInputs = common;
-  gradInputs.push_back(values); // dy
-  if (desc.dFinalState)
-    gradInputs.push_back(state);
-  SmallVector<Type> gradOutputs = {in, in, values};
-  if (delta)
-    gradOutputs.push_back(beta);
-  gradOutputs.push_back(state);
-  buildEntryFunction(b, loc, kBackwardName, gradInputs, gradOutputs,
-                     [&](OpBuilder &b, ValueRange a) -> SmallVector<Value> {
-                       auto [betaValue, initial, next] = split(a);
-                       Value dy = a[next++];
-                       Value dFinal = desc.dFinalState ? a[next++] : Value();
-                       auto grad = fwp::ScanGradOp::create(
-                           b, loc, in, in, values, delta ? Type(beta) : Type(),
-                           state, /*y=*/Type(), rule, a[0], a[1], a[2],
-                           betaValue, initial, dy, dFinal, nu, eps);
-                       return SmallVector<Value>(grad->getResults());
-                     });
+/// Bytes of the states of B x H sequences ([B, H, d_v, D]); the sizes are
+/// checked (checkSizes) before.
+size_t stateBytes(const ScanDesc &desc, int64_t batch, int64_t heads) {
+  return static_cast<size_t>(batch * heads * desc.dValue * desc.dFeature()) *
+         rt::dtypeBytes(desc.dtype);
 }
 
 /// The scan's buffers, in the order of the entry functions' arguments.
@@ -133,6 +71,29 @@ public:
   }
 
   const std::vector<rt::HostBuffer> &buffers() const { return list; }
+
+  /// The buffers as a plan's arguments (device addresses).
+  std::vector<rt::BufferRef> deviceRefs() const {
+    std::vector<rt::BufferRef> refs;
+    for (const rt::HostBuffer &buffer : list)
+      refs.push_back(
+          {reinterpret_cast<uint64_t>(buffer.data), buffer.sizes, desc.dtype});
+    return refs;
+  }
+
+  /// The buffers as host arguments of a device plan: the last `outputs`
+  /// are written, the others read.
+  std::vector<rt::DevicePlan::HostArg> hostArgs(size_t outputs) const {
+    std::vector<rt::DevicePlan::HostArg> args;
+    for (size_t i = 0; i < list.size(); ++i) {
+      bool output = i + outputs >= list.size();
+      const void *data = list[i].data;
+      args.push_back({output ? nullptr : data,
+                      output ? const_cast<void *>(data) : nullptr,
+                      rt::BufferRef{0, list[i].sizes, desc.dtype}});
+    }
+    return args;
+  }
 
 private:
   const ScanDesc &desc;
@@ -182,40 +143,167 @@ private:
   std::unique_ptr<rt::HostLibrary> library;
 };
 
-/// Everything that changes the scan's code: the description, the host CPU,
-/// the optimisation level and the compiler's build id.
-std::string scanCacheKey(const ScanDesc &desc) {
-  return desc.str() + " target=" + hostTargetDescription() + " O" +
-         std::to_string(kDefaultCpuOptLevel) + " compiler=" + compilerBuildId();
+/// A CUDA scan: a launch plan per function, compiled (or loaded from the
+/// disk cache) on its first use.
+class DeviceScan final : public CompiledScan {
+public:
+  DeviceScan(const ScanDesc &desc, std::string cacheDir)
+      : CompiledScan(desc), cacheDir(std::move(cacheDir)) {}
+
+  void prepare() const override {
+    plan(EntryPoint::Forward);
+    plan(EntryPoint::Backward);
+  }
+
+private:
+  /// The scan's arguments of one call, in the functions' order.
+  ScanBuffers forwardArgs(int64_t seqLen, int64_t batch, int64_t heads,
+                          const void *q, const void *k, const void *v,
+                          const void *beta, const void *initial, void *y,
+                          void *finalState) const {
+    ScanBuffers args(desc(), seqLen, batch, heads);
+    args.common(q, k, v, beta, initial);
+    args.steps(y, desc().dValue);
+    args.state(finalState);
+    return args;
+  }
+  ScanBuffers backwardArgs(int64_t seqLen, int64_t batch, int64_t heads,
+                           const void *q, const void *k, const void *v,
+                           const void *beta, const void *initial,
+                           const void *dy, const void *dFinalState, void *dq,
+                           void *dk, void *dv, void *dbeta,
+                           void *dInitial) const {
+    const ScanDesc &d = desc();
+    ScanBuffers args(d, seqLen, batch, heads);
+    args.common(q, k, v, beta, initial);
+    args.steps(dy, d.dValue);
+    if (d.dFinalState)
+      args.state(dFinalState);
+    args.steps(dq, d.dInput);
+    args.steps(dk, d.dInput);
+    args.steps(dv, d.dValue);
+    if (d.rule == Rule::Delta)
+      args.gates(dbeta);
+    args.state(dInitial);
+    return args;
+  }
+  size_t backwardOutputs() const { return desc().rule == Rule::Delta ? 5 : 4; }
+
+  void runForward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
+                  const void *k, const void *v, const void *beta,
+                  const void *initial, void *y,
+                  void *finalState) const override {
+    plan(EntryPoint::Forward)
+        .runOnHost(forwardArgs(seqLen, batch, heads, q, k, v, beta, initial, y,
+                               finalState)
+                       .hostArgs(2));
+  }
+
+  void runBackward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
+                   const void *k, const void *v, const void *beta,
+                   const void *initial, const void *dy, const void *dFinalState,
+                   void *dq, void *dk, void *dv, void *dbeta,
+                   void *dInitial) const override {
+    plan(EntryPoint::Backward)
+        .runOnHost(backwardArgs(seqLen, batch, heads, q, k, v, beta, initial,
+                                dy, dFinalState, dq, dk, dv, dbeta, dInitial)
+                       .hostArgs(backwardOutputs()));
+  }
+
+  void runForwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
+                          const void *q, const void *k, const void *v,
+                          const void *beta, const void *initial, void *y,
+                          void *finalState,
+                          const rt::DeviceCall &call) const override {
+    const rt::DevicePlan &forward = plan(EntryPoint::Forward);
+    std::optional<rt::DeviceScratch> zeros;
+    initial = stateOrZero(batch, heads, initial, call, zeros);
+    forward.run(
+        forwardArgs(seqLen, batch, heads, q, k, v, beta, initial, y, finalState)
+            .deviceRefs(),
+        call);
+  }
+
+  void runBackwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
+                           const void *q, const void *k, const void *v,
+                           const void *beta, const void *initial,
+                           const void *dy, const void *dFinalState, void *dq,
+                           void *dk, void *dv, void *dbeta, void *dInitial,
+                           const rt::DeviceCall &call) const override {
+    const rt::DevicePlan &backward = plan(EntryPoint::Backward);
+    std::optional<rt::DeviceScratch> zeroInitial, zeroFinal;
+    initial = stateOrZero(batch, heads, initial, call, zeroInitial);
+    if (desc().dFinalState)
+      dFinalState = stateOrZero(batch, heads, dFinalState, call, zeroFinal);
+    backward.run(backwardArgs(seqLen, batch, heads, q, k, v, beta, initial, dy,
+                              dFinalState, dq, dk, dv, dbeta, dInitial)
+                     .deviceRefs(),
+                 call);
+  }
+
+  /// `state`, or (where the description takes one and none is given) a
+  /// zero state in `zeros`, scratch of the call.
+  const void *stateOrZero(int64_t batch, int64_t heads, const void *state,
+                          const rt::DeviceCall &call,
+                          std::optional<rt::DeviceScratch> &zeros) const {
+    if (state || !desc().initial)
+      return state;
+    zeros.emplace(call, stateBytes(desc(), batch, heads));
+    return reinterpret_cast<const void *>(zeros->ptr());
+  }
+
+  const rt::DevicePlan &plan(EntryPoint entry) const;
+
+  struct Slot {
+    std::mutex mutex;
+    std::unique_ptr<rt::DevicePlan> plan;
+  };
+  std::string cacheDir;
+  mutable Slot slots[2];
+};
+
+/// Everything that changes the scan's code: the description, the target
+/// (the host CPU and optimisation level, or the CUDA chip and entry point)
+/// and the compiler's build id.
+std::string scanCacheKey(const ScanDesc &desc, EntryPoint entry) {
+  if (desc.backend == Backend::Cpu)
+    return desc.str() + " target=" + hostTargetDescription() + " O" +
+           std::to_string(kDefaultCpuOptLevel) +
+           " compiler=" + compilerBuildId();
+  return desc.str() + " entry=" + rt::entryPointName(entry) +
+         " target=" + desc.targetChip() + " compiler=" + compilerBuildId();
 }
 
-/// Compiles both functions into `dir`'s kernel.so, with its manifest.
-void compileScanInto(const ScanDesc &desc, const std::string &key,
-                     const std::string &dir) {
-  compileCpuLibrary(
-      desc.str(), desc.chunkSize, [&](ModuleOp m) { buildModule(m, desc); },
-      dir, kDefaultCpuOptLevel);
-  rt::ModuleInfo info;
-  info.key = key;
-  info.backend = rt::ModuleBackend::Cpu;
-  info.dtype = desc.dtype;
-  info.dModel = desc.dValue;
-  rt::writeModuleInfo(dir, info, {"kernel.so"});
+const rt::DevicePlan &DeviceScan::plan(EntryPoint entry) const {
+  Slot &slot = slots[entry == EntryPoint::Forward ? 0 : 1];
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  if (slot.plan)
+    return *slot.plan;
+  std::string key = scanCacheKey(desc(), entry);
+  CachedEntry where = findOrCompile(
+      cacheDir, key,
+      [&](const std::string &dir) { compileCudaScan(desc(), entry, key, dir); },
+      [&](const std::string &dir) { slot.plan = rt::DevicePlan::load(dir); });
+  if (where.temporary)
+    removeTree(where.dir);
+  return *slot.plan;
 }
 
 std::unique_ptr<CompiledScan> compileScanIn(const ScanDesc &desc,
                                             const std::string &cacheDir) {
   desc.validate();
+  if (desc.backend == Backend::Cuda)
+    return std::make_unique<DeviceScan>(desc, cacheDir);
   auto start = std::chrono::steady_clock::now();
-  std::string key = scanCacheKey(desc);
+  std::string key = scanCacheKey(desc, EntryPoint::Forward);
   std::unique_ptr<rt::HostLibrary> library;
   CachedEntry where = findOrCompile(
       cacheDir, key,
-      [&](const std::string &dir) { compileScanInto(desc, key, dir); },
+      [&](const std::string &dir) { compileCpuScan(desc, key, dir); },
       [&](const std::string &dir) {
         library = rt::HostLibrary::load(
-            dir, {std::string("_mlir_ciface_") + kForwardName,
-                  std::string("_mlir_ciface_") + kBackwardName});
+            dir, {std::string("_mlir_ciface_") + kScanForwardName,
+                  std::string("_mlir_ciface_") + kScanBackwardName});
       });
   if (where.temporary)
     removeTree(where.dir);
@@ -255,17 +343,26 @@ void ScanDesc::validate() const {
   if (chunkSize < 1 || chunkSize > kMaxChunkSize)
     invalid("chunk = " + std::to_string(chunkSize) + ", expected 1.." +
             std::to_string(kMaxChunkSize));
+  if (backend != Backend::Cpu && backend != Backend::Cuda)
+    invalid("unknown backend");
+  if (backend == Backend::Cpu && !chip.empty())
+    invalid("chip must be empty for the cpu backend (it compiles for this "
+            "host), got '" +
+            chip + "'");
+  if (backend == Backend::Cuda && !chip.empty() && !isCudaChip(chip))
+    invalid("chip must be sm_NN (e.g. sm_80, sm_90a), got '" + chip + "'");
 }
 
 std::string ScanDesc::str() const {
   std::ostringstream out;
-  out << "scan " << rt::dtypeName(dtype) << ' '
-      << (rule == Rule::Delta ? "delta" : "sum") << " d_in=" << dInput
-      << " d_v=" << dValue << " nu=" << nu;
+  out << "scan " << (backend == Backend::Cuda ? "cuda " : "")
+      << rt::dtypeName(dtype) << ' ' << (rule == Rule::Delta ? "delta" : "sum")
+      << " d_in=" << dInput << " d_v=" << dValue << " nu=" << nu;
   if (nu > 0)
     out << " eps=" << roundTrip(eps);
   out << " chunk=" << chunkSize << (initial ? " initial" : "")
-      << (dFinalState ? " d_final" : "");
+      << (dFinalState ? " d_final" : "")
+      << (chip.empty() ? "" : " chip=" + chip);
   return out.str();
 }
 
@@ -296,16 +393,86 @@ void checkBuffers(
                                   " is null");
 }
 
-/// `target` = `source` ([B, H, d_v, D]), or zero where there is none.
-void copyState(const ScanDesc &desc, int64_t batch, int64_t heads,
-               const void *source, void *target) {
-  size_t bytes =
-      static_cast<size_t>(batch * heads * desc.dValue * desc.dFeature()) *
-      rt::dtypeBytes(desc.dtype);
+/// Copies `bytes` of a state from `source` to `target`, zeros where
+/// `source` is null: on the host, or on the device in a call's order.
+using StateCopy =
+    std::function<void(const void *source, void *target, size_t bytes)>;
+
+void hostCopy(const void *source, void *target, size_t bytes) {
   if (source)
     std::memmove(target, source, bytes);
   else
     std::memset(target, 0, bytes); // +0.0 in every dtype
+}
+
+StateCopy deviceCopy(const rt::DeviceCall &call) {
+  return [&call](const void *source, void *target, size_t bytes) {
+    rt::copyOrZeroOnDevice(call, reinterpret_cast<uint64_t>(target),
+                           reinterpret_cast<uint64_t>(source), bytes);
+  };
+}
+
+/// The checks of a forward call; false when no step is left to run (the
+/// final state is then the initial one, or zero). `nullIsZero`: a null
+/// initial state is a zero one (device calls), else it must be given.
+bool checkForward(const char *what, const ScanDesc &d, int64_t seqLen,
+                  int64_t batch, int64_t heads, const void *q, const void *k,
+                  const void *v, const void *beta, const void *initial, void *y,
+                  void *finalState, bool nullIsZero, const StateCopy &copy) {
+  checkSizes(what, seqLen, batch, heads);
+  if (batch == 0 || heads == 0)
+    return false;
+  checkBuffers(what, {{"finalState", finalState}});
+  if (d.initial && !nullIsZero)
+    checkBuffers(what, {{"initial", initial}});
+  if (seqLen == 0) {
+    copy(d.initial ? initial : nullptr, finalState,
+         stateBytes(d, batch, heads));
+    return false;
+  }
+  checkBuffers(what, {{"q", q}, {"k", k}, {"v", v}, {"y", y}});
+  if (d.rule == Rule::Delta)
+    checkBuffers(what, {{"beta", beta}});
+  return true;
+}
+
+/// The checks of a backward call, as checkForward's.
+bool checkBackward(const char *what, const ScanDesc &d, int64_t seqLen,
+                   int64_t batch, int64_t heads, const void *q, const void *k,
+                   const void *v, const void *beta, const void *initial,
+                   const void *dy, const void *dFinalState, void *dq, void *dk,
+                   void *dv, void *dbeta, void *dInitial, bool nullIsZero,
+                   const StateCopy &copy) {
+  checkSizes(what, seqLen, batch, heads);
+  if (batch == 0 || heads == 0)
+    return false;
+  checkBuffers(what, {{"dInitial", dInitial}});
+  if (d.dFinalState && !nullIsZero)
+    checkBuffers(what, {{"dFinalState", dFinalState}});
+  // With no steps the initial state is the final one.
+  if (seqLen == 0) {
+    copy(d.dFinalState ? dFinalState : nullptr, dInitial,
+         stateBytes(d, batch, heads));
+    return false;
+  }
+  checkBuffers(what, {{"q", q},
+                      {"k", k},
+                      {"v", v},
+                      {"dy", dy},
+                      {"dq", dq},
+                      {"dk", dk},
+                      {"dv", dv}});
+  if (d.rule == Rule::Delta)
+    checkBuffers(what, {{"beta", beta}, {"dbeta", dbeta}});
+  if (d.initial && !nullIsZero)
+    checkBuffers(what, {{"initial", initial}});
+  return true;
+}
+
+void requireCuda(const char *what, const ScanDesc &d) {
+  if (d.backend != Backend::Cuda)
+    throw std::invalid_argument(std::string(what) + ": " + d.str() +
+                                " runs on host buffers, not device ones");
 }
 
 } // namespace
@@ -314,20 +481,9 @@ void CompiledScan::forward(int64_t seqLen, int64_t batch, int64_t heads,
                            const void *q, const void *k, const void *v,
                            const void *beta, const void *initial, void *y,
                            void *finalState) const {
-  const ScanDesc &d = desc();
-  checkSizes("scan forward", seqLen, batch, heads);
-  if (batch == 0 || heads == 0)
-    return;
-  checkBuffers("scan forward", {{"finalState", finalState}});
-  if (d.initial)
-    checkBuffers("scan forward", {{"initial", initial}});
-  if (seqLen == 0)
-    return copyState(d, batch, heads, d.initial ? initial : nullptr,
-                     finalState);
-  checkBuffers("scan forward", {{"q", q}, {"k", k}, {"v", v}, {"y", y}});
-  if (d.rule == Rule::Delta)
-    checkBuffers("scan forward", {{"beta", beta}});
-  runForward(seqLen, batch, heads, q, k, v, beta, initial, y, finalState);
+  if (checkForward("scan forward", desc(), seqLen, batch, heads, q, k, v, beta,
+                   initial, y, finalState, false, hostCopy))
+    runForward(seqLen, batch, heads, q, k, v, beta, initial, y, finalState);
 }
 
 void CompiledScan::backward(int64_t seqLen, int64_t batch, int64_t heads,
@@ -336,30 +492,55 @@ void CompiledScan::backward(int64_t seqLen, int64_t batch, int64_t heads,
                             const void *dy, const void *dFinalState, void *dq,
                             void *dk, void *dv, void *dbeta,
                             void *dInitial) const {
-  const ScanDesc &d = desc();
-  checkSizes("scan backward", seqLen, batch, heads);
-  if (batch == 0 || heads == 0)
-    return;
-  checkBuffers("scan backward", {{"dInitial", dInitial}});
-  if (d.dFinalState)
-    checkBuffers("scan backward", {{"dFinalState", dFinalState}});
-  // With no steps the initial state is the final one.
-  if (seqLen == 0)
-    return copyState(d, batch, heads, d.dFinalState ? dFinalState : nullptr,
-                     dInitial);
-  checkBuffers("scan backward", {{"q", q},
-                                 {"k", k},
-                                 {"v", v},
-                                 {"dy", dy},
-                                 {"dq", dq},
-                                 {"dk", dk},
-                                 {"dv", dv}});
-  if (d.rule == Rule::Delta)
-    checkBuffers("scan backward", {{"beta", beta}, {"dbeta", dbeta}});
-  if (d.initial)
-    checkBuffers("scan backward", {{"initial", initial}});
-  runBackward(seqLen, batch, heads, q, k, v, beta, initial, dy, dFinalState, dq,
-              dk, dv, dbeta, dInitial);
+  if (checkBackward("scan backward", desc(), seqLen, batch, heads, q, k, v,
+                    beta, initial, dy, dFinalState, dq, dk, dv, dbeta, dInitial,
+                    false, hostCopy))
+    runBackward(seqLen, batch, heads, q, k, v, beta, initial, dy, dFinalState,
+                dq, dk, dv, dbeta, dInitial);
+}
+
+void CompiledScan::forwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
+                                   const void *q, const void *k, const void *v,
+                                   const void *beta, const void *initial,
+                                   void *y, void *finalState,
+                                   const rt::DeviceCall &call) const {
+  const char *what = "scan forward on the device";
+  requireCuda(what, desc());
+  if (checkForward(what, desc(), seqLen, batch, heads, q, k, v, beta, initial,
+                   y, finalState, true, deviceCopy(call)))
+    runForwardOnDevice(seqLen, batch, heads, q, k, v, beta, initial, y,
+                       finalState, call);
+}
+
+void CompiledScan::backwardOnDevice(int64_t seqLen, int64_t batch,
+                                    int64_t heads, const void *q, const void *k,
+                                    const void *v, const void *beta,
+                                    const void *initial, const void *dy,
+                                    const void *dFinalState, void *dq, void *dk,
+                                    void *dv, void *dbeta, void *dInitial,
+                                    const rt::DeviceCall &call) const {
+  const char *what = "scan backward on the device";
+  requireCuda(what, desc());
+  if (checkBackward(what, desc(), seqLen, batch, heads, q, k, v, beta, initial,
+                    dy, dFinalState, dq, dk, dv, dbeta, dInitial, true,
+                    deviceCopy(call)))
+    runBackwardOnDevice(seqLen, batch, heads, q, k, v, beta, initial, dy,
+                        dFinalState, dq, dk, dv, dbeta, dInitial, call);
+}
+
+void CompiledScan::runForwardOnDevice(int64_t, int64_t, int64_t, const void *,
+                                      const void *, const void *, const void *,
+                                      const void *, void *, void *,
+                                      const rt::DeviceCall &) const {
+  requireCuda("scan forward on the device", desc());
+}
+
+void CompiledScan::runBackwardOnDevice(int64_t, int64_t, int64_t, const void *,
+                                       const void *, const void *, const void *,
+                                       const void *, const void *, const void *,
+                                       void *, void *, void *, void *, void *,
+                                       const rt::DeviceCall &) const {
+  requireCuda("scan backward on the device", desc());
 }
 
 std::unique_ptr<CompiledScan>

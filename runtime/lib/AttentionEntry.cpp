@@ -38,7 +38,8 @@ std::unique_ptr<AttentionEntry> AttentionEntry::load(const std::string &dir) {
 
 void AttentionEntry::runOnDevice(int64_t, int64_t,
                                  const std::vector<uint64_t> &,
-                                 const std::vector<uint64_t> &) const {
+                                 const std::vector<uint64_t> &,
+                                 const DeviceCall &) const {
   throw Error(std::string(entryPointName(info_.entry)) +
               ": a CPU entry runs on host buffers (run), not device ones");
 }

@@ -13,6 +13,16 @@ const Driver &bound() {
   return driver();
 }
 
+/// Like bound(), for destructors: false if the driver is unusable.
+bool boundQuietly() {
+  try {
+    bound();
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 std::string moduleList(const std::map<std::string, Module> &modules) {
   std::vector<std::string> names;
   for (const auto &entry : modules)
@@ -208,6 +218,142 @@ CompiledPlan::run(const std::vector<BufferRef> &args) {
   }
   run.takeResults();
   return results;
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceScratch, CudaCallDevice
+//===----------------------------------------------------------------------===//
+
+void copyOrZeroOnDevice(const DeviceCall &call, uint64_t dst, uint64_t src,
+                        size_t bytes) {
+  if (bytes == 0)
+    return;
+  if (src)
+    checkCuda(bound().cuMemcpyDtoDAsync(dst, src, bytes, call.stream),
+              "cuMemcpyDtoDAsync");
+  else
+    checkCuda(bound().cuMemsetD8Async(dst, 0, bytes, call.stream),
+              "cuMemsetD8Async");
+  if (!call.streamOrdered())
+    checkCuda(bound().cuStreamSynchronize(call.stream), "cuStreamSynchronize");
+}
+
+DeviceScratch::DeviceScratch(const DeviceCall &call, size_t bytes)
+    : call_(call) {
+  if (bytes == 0)
+    return;
+  if (call.streamOrdered()) {
+    ptr_ = call.allocate(bytes);
+    if (!ptr_)
+      throw Error(fmt::format("the caller's allocator gave no memory for {} "
+                              "bytes of scratch",
+                              bytes));
+  } else {
+    owned_ = DeviceBuffer(bytes);
+    ptr_ = owned_.ptr();
+  }
+  checkCuda(bound().cuMemsetD8Async(ptr_, 0, bytes, call.stream),
+            "cuMemsetD8Async");
+}
+
+DeviceScratch::~DeviceScratch() {
+  if (!ptr_)
+    return;
+  if (call_.streamOrdered()) {
+    call_.release(ptr_); // later work on the stream may reuse it: in order
+    return;
+  }
+  // cuMemFree does not wait for work on other streams that still use it.
+  if (boundQuietly())
+    driver().cuStreamSynchronize(call_.stream);
+}
+
+uint64_t CudaCallDevice::alloc(size_t bytes) {
+  if (bytes == 0)
+    return 0;
+  auto scratch = std::make_unique<DeviceScratch>(call_, bytes);
+  uint64_t ptr = scratch->ptr();
+  scratch_.emplace(ptr, std::move(scratch));
+  return ptr;
+}
+
+void CudaCallDevice::free(uint64_t ptr) { scratch_.erase(ptr); }
+
+void CudaCallDevice::copy(uint64_t dst, uint64_t src, size_t bytes) {
+  if (bytes == 0)
+    return;
+  checkCuda(bound().cuMemcpyDtoDAsync(dst, src, bytes, call_.stream),
+            "cuMemcpyDtoDAsync");
+}
+
+void CudaCallDevice::launch(const std::string &module,
+                            const std::string &kernel, Dim3 grid, Dim3 block,
+                            unsigned shared,
+                            const std::vector<std::vector<uint8_t>> &params) {
+  CUfunction fn = modules_.function(module, kernel);
+  std::vector<void *> pointers;
+  for (const std::vector<uint8_t> &param : params)
+    pointers.push_back(const_cast<uint8_t *>(param.data()));
+  rt::launch(fn, grid, block, shared, call_.stream,
+             pointers.empty() ? nullptr : pointers.data());
+}
+
+void CudaCallDevice::synchronize() {
+  if (!call_.streamOrdered())
+    checkCuda(bound().cuStreamSynchronize(call_.stream), "cuStreamSynchronize");
+}
+
+//===----------------------------------------------------------------------===//
+// DevicePlan
+//===----------------------------------------------------------------------===//
+
+DevicePlan::DevicePlan(Plan plan, std::map<std::string, std::string> ptx)
+    : plan_(std::move(plan)), ptx_(std::move(ptx)) {
+  checkedPtx(plan_, ptx_);
+}
+
+std::unique_ptr<DevicePlan> DevicePlan::load(const std::string &dir) {
+  Plan plan = loadPlanFile(fmt::format("{}/plan.fwp", dir));
+  std::map<std::string, std::string> ptx;
+  for (const std::string &module : plan.modules)
+    ptx[module] = readTextFile(fmt::format("{}/{}", dir, ptxFileName(module)));
+  return std::make_unique<DevicePlan>(std::move(plan), std::move(ptx));
+}
+
+CudaPlanDevice &DevicePlan::device() const {
+  if (!loaded_)
+    loaded_ = std::make_unique<CudaPlanDevice>(ptx_);
+  return *loaded_;
+}
+
+void DevicePlan::run(const std::vector<BufferRef> &args,
+                     const DeviceCall &call) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CudaCallDevice device(this->device(), call);
+  PlanRun run(plan_, device);
+  run.run(args);
+}
+
+void DevicePlan::runOnHost(const std::vector<HostArg> &args) const {
+  std::vector<DeviceBuffer> memory;
+  std::vector<BufferRef> refs;
+  for (const HostArg &arg : args) {
+    BufferRef ref = arg.shape;
+    std::optional<int64_t> elements = ref.elementCount();
+    if (!elements)
+      throw Error(
+          fmt::format("a buffer of {} elements overflows", ref.shapeStr()));
+    size_t bytes = static_cast<size_t>(*elements) * dtypeBytes(ref.dtype);
+    memory.emplace_back(bytes);
+    if (arg.data)
+      memory.back().copyFromHost(arg.data, bytes);
+    ref.ptr = memory.back().ptr();
+    refs.push_back(std::move(ref));
+  }
+  run(refs);
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].out)
+      memory[i].copyToHost(args[i].out, memory[i].size());
 }
 
 } // namespace fwp::rt

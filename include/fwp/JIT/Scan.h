@@ -1,9 +1,9 @@
 //===- Scan.h - The bare fast-weight scan, compiled -------------*- C++ -*-===//
 //
-// One `fwp.scan` and its `fwp.scan_grad`, compiled for the host through the
-// same fwp-to-cpu pipeline as the whole module: what a framework calls when
-// it brings its own projections (the Python package's fwp.delta_rule, fla's
-// chunk_delta_rule):
+// One `fwp.scan` and its `fwp.scan_grad`, compiled through the same
+// pipelines as the whole module (fwp-to-cpu for the host, fwp-to-ptx for
+// CUDA): what a framework calls when it brings its own projections (the
+// Python package's fwp.delta_rule, fla's chunk_delta_rule):
 //
 //   fwp::jit::ScanDesc desc;
 //   desc.dInput = 16; desc.dValue = 16; desc.nu = 1;   // DPFP fused
@@ -18,7 +18,10 @@
 //   dFinalState, dInitial [B, H, dValue, D]   D = dFeature()
 // Buffers hold elements of desc.dtype (bf16 and f16 as 16-bit patterns,
 // computed in float32). The sequence length, batch and heads are not part
-// of the description: one compiled scan serves them all.
+// of the description: one compiled scan serves them all. A CUDA scan runs
+// on host buffers (copied to the GPU and back) or, without copies, on
+// device buffers in a caller's stream and memory (forwardOnDevice,
+// rt::DeviceCall).
 //
 // Compiled code is kept in the disk cache, as the whole module's is
 // (docs/compiled-modules.md): a later process loads it and compiles nothing.
@@ -29,6 +32,7 @@
 #define FWP_JIT_SCAN_H
 
 #include "fwp/JIT/JIT.h"
+#include "fwp/Runtime/PlanCuda.h"
 
 #include <cstdint>
 #include <memory>
@@ -48,6 +52,9 @@ struct ScanDesc {
   int64_t chunkSize = 64;
   bool initial = false;     // both scans take an initial state
   bool dFinalState = false; // fwp.scan_grad takes d_final_state
+  Backend backend = Backend::Cpu;
+  /// CUDA: "sm_NN" (empty: sm_90); CPU: empty (this host).
+  std::string chip;
 
   int64_t dFeature() const { return nu > 0 ? 2 * dInput * nu : dInput; }
 
@@ -55,8 +62,13 @@ struct ScanDesc {
   void validate() const;
 
   /// One line naming every field, e.g. "scan f32 delta d_in=16 d_v=16 nu=1
-  /// eps=1e-06 chunk=64 initial d_final"; a cache key as well as a message.
+  /// eps=1e-06 chunk=64 initial d_final" ("scan cuda f32 ..." for CUDA,
+  /// with " chip=sm_80" where the chip is not the default); a cache key as
+  /// well as a message.
   std::string str() const;
+
+  /// The chip CUDA code is for: chip, or "sm_90".
+  std::string targetChip() const { return chip.empty() ? "sm_90" : chip; }
 };
 
 /// A compiled scan. Immutable: forward() and backward() may be called from
@@ -86,6 +98,28 @@ public:
                 void *dq, void *dk, void *dv, void *dbeta,
                 void *dInitial) const;
 
+  /// forward() and backward() on device buffers of a CUDA scan (addresses
+  /// in the primary context of device 0, passed as pointers): no copies; the
+  /// work is ordered on `call.stream` and scratch comes from its allocator
+  /// (fwp/Runtime/PlanCuda.h). A null `initial` or `dFinalState` is a zero
+  /// state. Throws std::invalid_argument for a CPU scan, and as forward()
+  /// does.
+  void forwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
+                       const void *q, const void *k, const void *v,
+                       const void *beta, const void *initial, void *y,
+                       void *finalState, const rt::DeviceCall &call) const;
+  void backwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
+                        const void *q, const void *k, const void *v,
+                        const void *beta, const void *initial, const void *dy,
+                        const void *dFinalState, void *dq, void *dk, void *dv,
+                        void *dbeta, void *dInitial,
+                        const rt::DeviceCall &call) const;
+
+  /// Compiles (or loads from the disk cache) what forward() and backward()
+  /// run, which they otherwise do on their first call: a CUDA scan's two
+  /// launch plans, each compiled on first use. Throws as compileScan().
+  virtual void prepare() const {}
+
   /// Seconds spent compiling or loading it; whether it came from the disk
   /// cache.
   double compileSeconds = 0;
@@ -104,6 +138,19 @@ protected:
                            const void *dy, const void *dFinalState, void *dq,
                            void *dk, void *dv, void *dbeta,
                            void *dInitial) const = 0;
+  /// Device buffers; the default throws (a CPU scan).
+  virtual void runForwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
+                                  const void *q, const void *k, const void *v,
+                                  const void *beta, const void *initial,
+                                  void *y, void *finalState,
+                                  const rt::DeviceCall &call) const;
+  virtual void runBackwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
+                                   const void *q, const void *k, const void *v,
+                                   const void *beta, const void *initial,
+                                   const void *dy, const void *dFinalState,
+                                   void *dq, void *dk, void *dv, void *dbeta,
+                                   void *dInitial,
+                                   const rt::DeviceCall &call) const;
 
 private:
   ScanDesc desc_;

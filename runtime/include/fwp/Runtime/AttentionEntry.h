@@ -22,6 +22,7 @@
 #define FWP_RUNTIME_ATTENTIONENTRY_H
 
 #include "fwp/Runtime/ModuleInfo.h"
+#include "fwp/Runtime/PlanCuda.h"
 
 #include <memory>
 #include <string>
@@ -74,11 +75,14 @@ public:
 
   /// A GPU entry on buffers already on the device (CUdeviceptr values of
   /// the primary context, Cuda.h), in the order of run(): no copies, only
-  /// the plan's own scratch is allocated. Returns once the work is done.
-  /// Throws Error for a host entry.
+  /// the plan's own scratch is allocated, on the stream and from the
+  /// allocator `call` gives (PlanCuda.h; by default the legacy default
+  /// stream and cuMemAlloc, returning once the work is done). Throws Error
+  /// for a host entry.
   virtual void runOnDevice(int64_t seqLen, int64_t batch,
                            const std::vector<uint64_t> &inputs,
-                           const std::vector<uint64_t> &outputs) const;
+                           const std::vector<uint64_t> &outputs,
+                           const DeviceCall &call = {}) const;
 
 protected:
   explicit AttentionEntry(ModuleInfo info) : info_(std::move(info)) {}

@@ -1,8 +1,10 @@
 //===- PlanCuda.h - Launch plans on a CUDA GPU ------------------*- C++ -*-===//
 //
 // The CUDA side of launch plans: a PlanDevice on the CUDA driver
-// (CudaPlanDevice), device buffers handed to the caller (DeviceResult), and a
-// compiled module directory loaded for running (CompiledPlan).
+// (CudaPlanDevice), device buffers handed to the caller (DeviceResult), a
+// compiled module directory loaded for running (CompiledPlan), and a plan
+// run inside a caller's stream and memory (DeviceCall, DevicePlan): how
+// frameworks such as PyTorch call fwp on their own tensors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +16,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,11 +58,14 @@ public:
 
   CUstream stream() const { return stream_; }
 
+  /// The kernel `kernel` of the loaded module `module` (looked up once);
+  /// throws PlanError if no such module is loaded.
+  CUfunction function(const std::string &module, const std::string &kernel);
+
 private:
   explicit CudaPlanDevice(CUstream stream) : stream_(stream) {}
   void loadModule(const std::string &name, const std::string &ptx,
                   const std::string &sourceName);
-  CUfunction function(const std::string &module, const std::string &kernel);
 
   CUstream stream_ = nullptr;
   std::map<std::string, Module> modules_;
@@ -123,6 +130,107 @@ private:
   CompiledPlan(CudaPlanDevice device, Plan plan);
   Plan plan_;
   CudaPlanDevice device_;
+};
+
+/// Where one call's GPU work goes: the stream it is ordered on, and where
+/// its scratch memory comes from.
+///
+/// With `allocate` and `release` set (a stream-ordered allocator such as
+/// PyTorch's caching allocator on `stream`), the call only enqueues work: it
+/// returns before the GPU is done, its scratch is given back in stream
+/// order, and errors of the kernels themselves surface at the caller's next
+/// synchronisation, as for the framework's own operations. Without them,
+/// scratch comes from cuMemAlloc and the call waits for its work before
+/// freeing it.
+struct DeviceCall {
+  CUstream stream = nullptr; // nullptr: the legacy default stream
+  /// `bytes` (> 0) of device memory, usable in `stream`'s order; 0 if
+  /// there is none (the call then fails naming the size).
+  std::function<uint64_t(size_t bytes)> allocate;
+  std::function<void(uint64_t ptr)> release;
+
+  bool streamOrdered() const { return bool(allocate) && bool(release); }
+};
+
+/// dst = src (`bytes` of device memory), or zeros where src is 0, ordered on
+/// call.stream; waits for the stream unless the call is stream-ordered.
+void copyOrZeroOnDevice(const DeviceCall &call, uint64_t dst, uint64_t src,
+                        size_t bytes);
+
+/// Zero-filled device scratch of one call (DeviceCall): taken from the
+/// call's allocator, or from cuMemAlloc, and given back when destroyed (in
+/// stream order, or after waiting for the stream).
+class DeviceScratch {
+public:
+  DeviceScratch(const DeviceCall &call, size_t bytes);
+  ~DeviceScratch();
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+
+  uint64_t ptr() const { return ptr_; }
+
+private:
+  const DeviceCall &call_;
+  uint64_t ptr_ = 0;
+  DeviceBuffer owned_;
+};
+
+/// A PlanDevice for one call: the kernels of an already loaded
+/// CudaPlanDevice, launched on the call's stream, with scratch from the
+/// call's allocator (DeviceCall).
+class CudaCallDevice final : public PlanDevice {
+public:
+  CudaCallDevice(CudaPlanDevice &modules, const DeviceCall &call)
+      : modules_(modules), call_(call) {}
+
+  uint64_t alloc(size_t bytes) override;
+  void free(uint64_t ptr) override;
+  void copy(uint64_t dst, uint64_t src, size_t bytes) override;
+  void launch(const std::string &module, const std::string &kernel, Dim3 grid,
+              Dim3 block, unsigned shared,
+              const std::vector<std::vector<uint8_t>> &params) override;
+  /// Waits for the stream, unless the call's allocator is stream-ordered
+  /// (then nothing needs the work finished before returning).
+  void synchronize() override;
+
+private:
+  CudaPlanDevice &modules_;
+  const DeviceCall &call_;
+  std::map<uint64_t, std::unique_ptr<DeviceScratch>> scratch_;
+};
+
+/// A launch plan and its modules' PTX, loaded on the GPU on the first run,
+/// so that making one (e.g. from the disk cache) needs no GPU. Runs may come
+/// from several threads; they are serialised.
+class DevicePlan {
+public:
+  DevicePlan(Plan plan, std::map<std::string, std::string> ptx);
+  /// Reads `<dir>/plan.fwp` and the PTX of each module it names (no GPU).
+  static std::unique_ptr<DevicePlan> load(const std::string &dir);
+
+  /// Carries the plan out on `args`, device buffers (one per `arg` line),
+  /// as `call` says. The plan's `result` steps, if any, are freed.
+  void run(const std::vector<BufferRef> &args,
+           const DeviceCall &call = {}) const;
+
+  /// One buffer of a run on host memory (runOnHost).
+  struct HostArg {
+    const void *data; // read if an input; null: not copied in
+    void *out;        // written back after the run if an output
+    BufferRef shape;  // sizes and dtype (ptr unused)
+  };
+  /// Copies `args` to the device, runs, and copies the outputs back.
+  void runOnHost(const std::vector<HostArg> &args) const;
+
+  const Plan &plan() const { return plan_; }
+
+private:
+  CudaPlanDevice &device() const;
+
+  Plan plan_;
+  std::map<std::string, std::string> ptx_;
+  mutable std::mutex mutex_;
+  mutable std::unique_ptr<CudaPlanDevice> loaded_;
 };
 
 } // namespace fwp::rt
