@@ -10,7 +10,8 @@
  *     fprintf(stderr, "%s\n", fwp_last_error());
  *   fwp_attention_destroy(a);
  *
- * Buffers are host memory, row-major, in the description's element type
+ * Buffers are host memory (device memory for the *_cuda functions),
+ * row-major, in the description's element type
  * (bf16 and f16 as their 16-bit patterns), in the layouts of JIT.h:
  * x, y, dy, dx [T, B, d_model]; w_q, w_k, w_v, w_o [d_model, d_model];
  * w_beta [heads, d_model]; b_o [d_model]. The kernels of one description
@@ -38,12 +39,34 @@ extern "C" {
 #endif
 
 /* The version of this interface; bindings check it before anything else. */
-#define FWP_CAPI_VERSION 1
+#define FWP_CAPI_VERSION 2
 FWP_CAPI int fwp_capi_version(void);
 
 /* The message of the last failure on this thread ("" if none). Valid until
  * the next call on this thread. */
 FWP_CAPI const char *fwp_last_error(void);
+
+/* 1 if this library compiles kernels that are not in the disk cache
+ * (libfwp.so); 0 if it only loads them from there (libfwp_runtime.so, which
+ * needs neither MLIR nor LLVM: for machines that run kernels compiled
+ * elsewhere, e.g. a GPU machine without the compiler). */
+FWP_CAPI int fwp_compiler_available(void);
+
+/* How a call on device buffers runs (the *_cuda functions): buffers are
+ * addresses in the primary CUDA context of device 0 (where PyTorch's
+ * tensors live); the work is issued on `stream` (a CUstream or
+ * cudaStream_t; NULL: the legacy default stream). Scratch memory comes from
+ * `alloc` and goes back through `release`, both with `user`, in the
+ * stream's order (PyTorch's caching allocator is such an allocator); the
+ * call then returns once the work is issued, without waiting for it. With
+ * `alloc` NULL, scratch comes from cuMemAlloc and the call waits for its
+ * work to finish. `alloc` returns 0 if it has no memory. */
+typedef struct fwp_cuda_call {
+  void *stream;
+  uint64_t (*alloc)(void *user, uint64_t bytes);
+  void (*release)(void *user, uint64_t ptr);
+  void *user;
+} fwp_cuda_call;
 
 typedef struct fwp_attention fwp_attention;
 
@@ -60,6 +83,10 @@ FWP_CAPI void fwp_attention_destroy(fwp_attention *attention);
 
 /* The description as one line (JIT.h's KernelDesc::str()). */
 FWP_CAPI const char *fwp_attention_describe(const fwp_attention *attention);
+
+/* Compiles (or loads from the disk cache) the forward and the backward now
+ * instead of on their first calls; needs no GPU. 0 on success. */
+FWP_CAPI int fwp_attention_prepare(const fwp_attention *attention);
 
 /* y = FastWeightsAttention(x). 0 on success. */
 FWP_CAPI int fwp_attention_forward(const fwp_attention *attention,
@@ -80,19 +107,39 @@ FWP_CAPI int fwp_attention_backward(const fwp_attention *attention,
                                     void *dw_q, void *dw_k, void *dw_v,
                                     void *dw_beta, void *dw_o, void *db_o);
 
-/* The bare fast-weight scan (fwp/JIT/Scan.h), on the host: q, k, dq, dk
- * [T, B, H, d_input]; v, y, dy, dv [T, B, H, d_value]; beta, dbeta
- * [T, B, H] (delta rule only, NULL for the sum rule); states [B, H,
- * d_value, D] with D = 2 d_input nu if nu > 0 (DPFP fused: q and k are the
- * raw vectors), else D = d_input. A NULL initial state (or gradient of the
- * final state) is zero. Compiled on first use, once per process. */
+/* The same on device buffers of a "cuda" module (fwp_cuda_call). */
+FWP_CAPI int fwp_attention_forward_cuda(const fwp_attention *attention,
+                                        const fwp_cuda_call *call,
+                                        int64_t seq_len, int64_t batch,
+                                        const void *x, const void *w_q,
+                                        const void *w_k, const void *w_v,
+                                        const void *w_beta, const void *w_o,
+                                        const void *b_o, void *y);
+FWP_CAPI int fwp_attention_backward_cuda(
+    const fwp_attention *attention, const fwp_cuda_call *call, int64_t seq_len,
+    int64_t batch, const void *x, const void *w_q, const void *w_k,
+    const void *w_v, const void *w_beta, const void *w_o, const void *b_o,
+    const void *dy, void *dx, void *dw_q, void *dw_k, void *dw_v, void *dw_beta,
+    void *dw_o, void *db_o);
+
+/* The bare fast-weight scan (fwp/JIT/Scan.h), backend "cpu" or "cuda": q, k,
+ * dq, dk [T, B, H, d_input]; v, y, dy, dv [T, B, H, d_value]; beta, dbeta [T,
+ * B, H] (delta rule only, NULL for the sum rule); states [B, H, d_value, D]
+ * with D = 2 d_input nu if nu > 0 (DPFP fused: q and k are the raw vectors),
+ * else D = d_input. A NULL initial state (or gradient of the final state) is
+ * zero. Compiled on first use, once per process. */
 typedef struct fwp_scan fwp_scan;
 
-FWP_CAPI fwp_scan *fwp_scan_create(const char *dtype, const char *rule,
-                                   int64_t d_input, int64_t d_value, int64_t nu,
-                                   double eps, int64_t chunk_size);
+FWP_CAPI fwp_scan *fwp_scan_create(const char *backend, const char *dtype,
+                                   const char *rule, int64_t d_input,
+                                   int64_t d_value, int64_t nu, double eps,
+                                   int64_t chunk_size);
 FWP_CAPI void fwp_scan_destroy(fwp_scan *scan);
 FWP_CAPI const char *fwp_scan_describe(const fwp_scan *scan);
+
+/* Compiles (or loads from the disk cache) both directions now; needs no
+ * GPU. 0 on success. */
+FWP_CAPI int fwp_scan_prepare(const fwp_scan *scan);
 
 /* y and the final state. 0 on success. */
 FWP_CAPI int fwp_scan_forward(const fwp_scan *scan, int64_t seq_len,
@@ -109,6 +156,23 @@ FWP_CAPI int fwp_scan_backward(const fwp_scan *scan, int64_t seq_len,
                                const void *initial_state, const void *dy,
                                const void *d_final_state, void *dq, void *dk,
                                void *dv, void *dbeta, void *d_initial_state);
+
+/* The same on device buffers of a "cuda" scan (fwp_cuda_call); a NULL
+ * initial state or final-state gradient is zero. */
+FWP_CAPI int fwp_scan_forward_cuda(const fwp_scan *scan,
+                                   const fwp_cuda_call *call, int64_t seq_len,
+                                   int64_t batch, int64_t heads, const void *q,
+                                   const void *k, const void *v,
+                                   const void *beta, const void *initial_state,
+                                   void *y, void *final_state);
+FWP_CAPI int fwp_scan_backward_cuda(const fwp_scan *scan,
+                                    const fwp_cuda_call *call, int64_t seq_len,
+                                    int64_t batch, int64_t heads, const void *q,
+                                    const void *k, const void *v,
+                                    const void *beta, const void *initial_state,
+                                    const void *dy, const void *d_final_state,
+                                    void *dq, void *dk, void *dv, void *dbeta,
+                                    void *d_initial_state);
 
 #ifdef __cplusplus
 }

@@ -76,6 +76,27 @@ fwp::jit::Rule parseRule(const char *name) {
                               ", expected 'delta' or 'sum'");
 }
 
+/// The runtime's form of a C call description; `call` may be NULL (the
+/// default stream, cuMemAlloc).
+fwp::rt::DeviceCall deviceCall(const fwp_cuda_call *call) {
+  fwp::rt::DeviceCall device;
+  if (!call)
+    return device;
+  device.stream = static_cast<fwp::rt::CUstream>(call->stream);
+  if (call->alloc) {
+    if (!call->release)
+      throw std::invalid_argument("fwp_cuda_call has alloc but no release");
+    auto alloc = call->alloc;
+    auto release = call->release;
+    void *user = call->user;
+    device.allocate = [alloc, user](size_t bytes) {
+      return alloc(user, bytes);
+    };
+    device.release = [release, user](uint64_t ptr) { release(user, ptr); };
+  }
+  return device;
+}
+
 /// `state`, or a zero state of the scan's size where it is null.
 const void *stateOrZero(const fwp::jit::ScanDesc &desc, int64_t batch,
                         int64_t heads, const void *state,
@@ -100,6 +121,8 @@ const void *stateOrZero(const fwp::jit::ScanDesc &desc, int64_t batch,
 extern "C" {
 
 int fwp_capi_version(void) { return FWP_CAPI_VERSION; }
+
+int fwp_compiler_available(void) { return fwp::jit::compilerAvailable(); }
 
 const char *fwp_last_error(void) { return lastError.c_str(); }
 
@@ -131,6 +154,15 @@ const char *fwp_attention_describe(const fwp_attention *attention) {
   return attention ? attention->description.c_str() : "";
 }
 
+int fwp_attention_prepare(const fwp_attention *attention) {
+  return guarded("fwp_attention_prepare", [&] {
+    if (!attention)
+      throw std::invalid_argument("the module is NULL");
+    attention->kernel->prepare(fwp::jit::EntryPoint::Forward);
+    attention->kernel->prepare(fwp::jit::EntryPoint::Backward);
+  });
+}
+
 int fwp_attention_forward(const fwp_attention *attention, int64_t seq_len,
                           int64_t batch, const void *x, const void *w_q,
                           const void *w_k, const void *w_v, const void *w_beta,
@@ -158,12 +190,44 @@ int fwp_attention_backward(const fwp_attention *attention, int64_t seq_len,
   });
 }
 
-fwp_scan *fwp_scan_create(const char *dtype, const char *rule, int64_t d_input,
-                          int64_t d_value, int64_t nu, double eps,
-                          int64_t chunk_size) {
+int fwp_attention_forward_cuda(const fwp_attention *attention,
+                               const fwp_cuda_call *call, int64_t seq_len,
+                               int64_t batch, const void *x, const void *w_q,
+                               const void *w_k, const void *w_v,
+                               const void *w_beta, const void *w_o,
+                               const void *b_o, void *y) {
+  return guarded("fwp_attention_forward_cuda", [&] {
+    if (!attention)
+      throw std::invalid_argument("the module is NULL");
+    attention->kernel->forwardOnDevice(seq_len, batch, x, w_q, w_k, w_v, w_beta,
+                                       w_o, b_o, y, deviceCall(call));
+  });
+}
+
+int fwp_attention_backward_cuda(const fwp_attention *attention,
+                                const fwp_cuda_call *call, int64_t seq_len,
+                                int64_t batch, const void *x, const void *w_q,
+                                const void *w_k, const void *w_v,
+                                const void *w_beta, const void *w_o,
+                                const void *b_o, const void *dy, void *dx,
+                                void *dw_q, void *dw_k, void *dw_v,
+                                void *dw_beta, void *dw_o, void *db_o) {
+  return guarded("fwp_attention_backward_cuda", [&] {
+    if (!attention)
+      throw std::invalid_argument("the module is NULL");
+    attention->kernel->backwardOnDevice(
+        seq_len, batch, x, w_q, w_k, w_v, w_beta, w_o, b_o, dy, dx, dw_q, dw_k,
+        dw_v, dw_beta, dw_o, db_o, deviceCall(call));
+  });
+}
+
+fwp_scan *fwp_scan_create(const char *backend, const char *dtype,
+                          const char *rule, int64_t d_input, int64_t d_value,
+                          int64_t nu, double eps, int64_t chunk_size) {
   std::unique_ptr<fwp_scan> scan;
   int status = guarded("fwp_scan_create", [&] {
     fwp::jit::ScanDesc desc;
+    desc.backend = parseBackend(backend);
     desc.dtype = parseDType(dtype);
     desc.rule = parseRule(rule);
     desc.dInput = d_input;
@@ -185,6 +249,44 @@ void fwp_scan_destroy(fwp_scan *scan) { delete scan; }
 
 const char *fwp_scan_describe(const fwp_scan *scan) {
   return scan ? scan->description.c_str() : "";
+}
+
+int fwp_scan_prepare(const fwp_scan *scan) {
+  return guarded("fwp_scan_prepare", [&] {
+    if (!scan)
+      throw std::invalid_argument("the scan is NULL");
+    scan->scan->prepare();
+  });
+}
+
+int fwp_scan_forward_cuda(const fwp_scan *scan, const fwp_cuda_call *call,
+                          int64_t seq_len, int64_t batch, int64_t heads,
+                          const void *q, const void *k, const void *v,
+                          const void *beta, const void *initial_state, void *y,
+                          void *final_state) {
+  return guarded("fwp_scan_forward_cuda", [&] {
+    if (!scan)
+      throw std::invalid_argument("the scan is NULL");
+    scan->scan->forwardOnDevice(seq_len, batch, heads, q, k, v, beta,
+                                initial_state, y, final_state,
+                                deviceCall(call));
+  });
+}
+
+int fwp_scan_backward_cuda(const fwp_scan *scan, const fwp_cuda_call *call,
+                           int64_t seq_len, int64_t batch, int64_t heads,
+                           const void *q, const void *k, const void *v,
+                           const void *beta, const void *initial_state,
+                           const void *dy, const void *d_final_state, void *dq,
+                           void *dk, void *dv, void *dbeta,
+                           void *d_initial_state) {
+  return guarded("fwp_scan_backward_cuda", [&] {
+    if (!scan)
+      throw std::invalid_argument("the scan is NULL");
+    scan->scan->backwardOnDevice(seq_len, batch, heads, q, k, v, beta,
+                                 initial_state, dy, d_final_state, dq, dk, dv,
+                                 dbeta, d_initial_state, deviceCall(call));
+  });
 }
 
 int fwp_scan_forward(const fwp_scan *scan, int64_t seq_len, int64_t batch,

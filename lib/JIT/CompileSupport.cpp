@@ -2,6 +2,8 @@
 
 #include "CompileSupport.h"
 
+#include "fwp/JIT/JIT.h"
+
 #include "fwp/Dialect/FwpDialect.h"
 #include "fwp/Pipelines/Pipelines.h"
 
@@ -11,6 +13,8 @@
 using namespace mlir;
 
 namespace fwp::jit {
+
+bool compilerAvailable() { return true; }
 
 static DialectRegistry pipelineRegistry() {
   DialectRegistry registry;

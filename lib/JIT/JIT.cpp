@@ -330,6 +330,87 @@ void CompiledAttention::backward(int64_t seqLen, int64_t batch, const double *x,
            bO, dy, static_cast<void *>(dx), dwQ, dwK, dwV, dwBeta, dwO, dbO);
 }
 
+namespace {
+
+uint64_t address(const void *p) { return reinterpret_cast<uint64_t>(p); }
+
+void requireCuda(const char *call, const KernelDesc &desc) {
+  if (desc.backend != Backend::Cuda)
+    throw std::invalid_argument(std::string(call) + ": " + desc.str() +
+                                " runs on host buffers, not device ones");
+}
+
+} // namespace
+
+void CompiledAttention::forwardOnDevice(int64_t seqLen, int64_t batch,
+                                        const void *x, const void *wQ,
+                                        const void *wK, const void *wV,
+                                        const void *wBeta, const void *wO,
+                                        const void *bO, void *y,
+                                        const rt::DeviceCall &call) const {
+  const char *what = "forward on the device";
+  requireCuda(what, impl->desc);
+  checkSizes(what, impl->desc, seqLen, batch);
+  if (seqLen == 0 || batch == 0)
+    return;
+  checkBuffers(what, {{"x", x},
+                      {"wQ", wQ},
+                      {"wK", wK},
+                      {"wV", wV},
+                      {"wBeta", wBeta},
+                      {"wO", wO},
+                      {"bO", bO},
+                      {"y", y}});
+  impl->prepare(EntryPoint::Forward)
+      .runOnDevice(seqLen, batch,
+                   {address(x), address(wQ), address(wK), address(wV),
+                    address(wBeta), address(wO), address(bO)},
+                   {address(y)}, call);
+}
+
+void CompiledAttention::backwardOnDevice(
+    int64_t seqLen, int64_t batch, const void *x, const void *wQ,
+    const void *wK, const void *wV, const void *wBeta, const void *wO,
+    const void *bO, const void *dy, void *dx, void *dwQ, void *dwK, void *dwV,
+    void *dwBeta, void *dwO, void *dbO, const rt::DeviceCall &call) const {
+  const char *what = "backward on the device";
+  const KernelDesc &desc = impl->desc;
+  requireCuda(what, desc);
+  checkSizes(what, desc, seqLen, batch);
+  checkBuffers(what, {{"dwQ", dwQ},
+                      {"dwK", dwK},
+                      {"dwV", dwV},
+                      {"dwBeta", dwBeta},
+                      {"dwO", dwO},
+                      {"dbO", dbO}});
+  if (seqLen == 0 || batch == 0) {
+    // Sums over no step: zeros, without reading anything.
+    size_t element = rt::dtypeBytes(desc.dtype);
+    size_t dm = desc.dModel(), square = dm * dm * element;
+    for (void *weight : {dwQ, dwK, dwV, dwO})
+      rt::copyOrZeroOnDevice(call, address(weight), 0, square);
+    rt::copyOrZeroOnDevice(call, address(dwBeta), 0, desc.heads * dm * element);
+    rt::copyOrZeroOnDevice(call, address(dbO), 0, dm * element);
+    return;
+  }
+  checkBuffers(what, {{"x", x},
+                      {"wQ", wQ},
+                      {"wK", wK},
+                      {"wV", wV},
+                      {"wBeta", wBeta},
+                      {"wO", wO},
+                      {"bO", bO},
+                      {"dy", dy},
+                      {"dx", dx}});
+  impl->prepare(EntryPoint::Backward)
+      .runOnDevice(seqLen, batch,
+                   {address(x), address(wQ), address(wK), address(wV),
+                    address(wBeta), address(wO), address(bO), address(dy)},
+                   {address(dx), address(dwQ), address(dwK), address(dwV),
+                    address(dwBeta), address(dwO), address(dbO)},
+                   call);
+}
+
 //===----------------------------------------------------------------------===//
 // compile
 //===----------------------------------------------------------------------===//

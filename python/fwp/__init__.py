@@ -8,8 +8,12 @@
 `fwp.attention(x, w_q, w_k, w_v, w_beta, w_o, b_o, heads=...)` is the same
 module as a function; `fwp.delta_rule(q, k, v, beta, dpfp=fwp.DPFP(1))` is
 the bare scan with fla's interface (states, packed sequences) and
-`fwp.delta_rule_step` one step of it, for decoding. Kernels are compiled on first use by libfwp.so (the
-fwp build's C ABI) and kept in fwp's disk cache (~/.cache/fwp).
+`fwp.delta_rule_step` one step of it, for decoding. CPU tensors and CUDA
+tensors (cuda:0, in the current stream) both work. Kernels are compiled on
+first use by libfwp.so (the fwp build's C ABI) and kept in fwp's disk cache
+(~/.cache/fwp); on a machine without the compiler, libfwp_runtime.so runs
+CUDA kernels compiled elsewhere into that cache (fwp.prepare_cuda_scan,
+fwp.prepare_cuda_attention).
 """
 
 from . import nn
@@ -17,6 +21,9 @@ from ._attention import attention
 from ._capi import LibraryNotFound
 from ._scan import delta_rule, delta_rule_step
 from ._dpfp import DPFP
+from ._prepare import (compiler_available, prepare_cuda_attention,
+                       prepare_cuda_scan)
 
 __all__ = ["attention", "delta_rule", "delta_rule_step", "DPFP", "nn",
-           "LibraryNotFound"]
+           "LibraryNotFound", "compiler_available", "prepare_cuda_attention",
+           "prepare_cuda_scan"]

@@ -29,20 +29,33 @@ class _Kernel(_capi.Handle):
         super().__init__("fwp_attention_create", "fwp_attention_destroy",
                          backend.encode(), dtype.encode(), rule.encode(),
                          heads, d_head, nu, eps, chunk)
+        self.cuda = backend == "cuda"
+
+    def _call(self, name, device, *args):
+        if self.cuda:
+            function = getattr(self.lib, name + "_cuda")
+            _capi.check(function(self.handle, _capi.cuda_call(device), *args))
+        else:
+            _capi.check(getattr(self.lib, name)(self.handle, *args))
 
     def forward(self, steps, batch, inputs, y):
-        _capi.check(self.lib.fwp_attention_forward(
-            self.handle, steps, batch, *[t.data_ptr() for t in inputs],
-            y.data_ptr()))
+        self._call("fwp_attention_forward", y.device, steps, batch,
+                   *[t.data_ptr() for t in inputs], y.data_ptr())
 
     def backward(self, steps, batch, inputs, dy, grads):
-        _capi.check(self.lib.fwp_attention_backward(
-            self.handle, steps, batch, *[t.data_ptr() for t in inputs],
-            dy.data_ptr(), *[g.data_ptr() for g in grads]))
+        self._call("fwp_attention_backward", dy.device, steps, batch,
+                   *[t.data_ptr() for t in inputs], dy.data_ptr(),
+                   *[g.data_ptr() for g in grads])
+
+    def prepare(self):
+        """Compiles the forward and the backward now (or loads them from
+        the disk cache); needs no GPU."""
+        _capi.check(self.lib.fwp_attention_prepare(self.handle))
 
 
-def _kernel(dtype, rule, heads, d_head, nu, eps, chunk):
-    return _capi.cached(_Kernel, "cpu", _DTYPES[dtype], rule, heads, d_head,
+def _kernel(device, dtype, rule, heads, d_head, nu, eps, chunk):
+    backend = "cuda" if device.type == "cuda" else "cpu"
+    return _capi.cached(_Kernel, backend, _DTYPES[dtype], rule, heads, d_head,
                         nu, eps, chunk)
 
 
@@ -50,8 +63,8 @@ def _fail(message):
     fail("attention", message)
 
 
-def _check_tensor(name, t, shape, dtype):
-    check_tensor("attention", name, t, shape, dtype, like="x")
+def _check_tensor(name, t, shape, dtype, device=None):
+    check_tensor("attention", name, t, shape, dtype, like="x", device=device)
 
 
 def _check_arguments(x, weights, heads, nu, eps, rule):
@@ -80,7 +93,7 @@ def _check_arguments(x, weights, heads, nu, eps, rule):
     _check_tensor("x", x, tuple(x.shape), x.dtype)
     for name, t, shape in zip(("w_q", "w_k", "w_v", "w_beta", "w_o", "b_o"),
                               weights, shapes):
-        _check_tensor(name, t, shape, x.dtype)
+        _check_tensor(name, t, shape, x.dtype, x.device)
     return d_head
 
 
@@ -110,7 +123,8 @@ def attention(x, w_q, w_k, w_v, w_beta, w_o, b_o, *, heads, nu=1, eps=1e-6,
 
     x, y: [seq_len, batch, d_model]; w_q, w_k, w_v, w_o: [d_model, d_model]
     and w_beta: [heads, d_model] (nn.Linear weights, no bias); b_o:
-    [d_model]. All on the CPU, contiguous, of one dtype (float32, float64,
+    [d_model]. All on one device (the CPU, or cuda:0: then in PyTorch's
+    current stream), contiguous, of one dtype (float32, float64,
     bfloat16 or float16; 16-bit is storage only, the arithmetic is float32).
     Differentiable in x and every weight. w_beta is read by the delta rule
     only; under the sum rule its gradient is zero.
@@ -120,6 +134,6 @@ def attention(x, w_q, w_k, w_v, w_beta, w_o, b_o, *, heads, nu=1, eps=1e-6,
     if chunk_size is not None and (not isinstance(chunk_size, int) or
                                    chunk_size < 1):
         _fail(f"chunk_size = {chunk_size!r}, expected a positive int")
-    kernel = _kernel(x.dtype, rule, heads, d_head, nu, float(eps),
+    kernel = _kernel(x.device, x.dtype, rule, heads, d_head, nu, float(eps),
                      chunk_size or 0)
     return _AttentionFunction.apply(kernel, x, *weights)

@@ -1,9 +1,17 @@
 """ctypes binding of fwp's C ABI (include/fwp/CApi.h), loaded once.
 
-libfwp.so is looked for, in order: at $FWP_LIBRARY; in the build tree this
-package sits in (build/lib of the repository); on the system's library path.
-It holds the compiler as well as the runtime, so it needs the MLIR and LLVM
-22 shared libraries (scripts/install-deps.sh installs them).
+The library is looked for, in order: at $FWP_LIBRARY; in the build tree
+this package sits in (build/lib of the repository), libfwp.so then
+libfwp_runtime.so; on the system's library path. libfwp.so holds the
+compiler as well as the runtime, so it needs the MLIR and LLVM 22 shared
+libraries (scripts/install-deps.sh installs them); libfwp_runtime.so needs
+neither and runs CUDA kernels found in the disk cache only (compiled where
+fwp is built: see fwp.prepare_cuda).
+
+Calls on CUDA tensors go to the *_cuda functions with an fwp_cuda_call:
+PyTorch's current stream, and scratch from PyTorch's caching allocator on
+it, so that fwp's work is ordered with the caller's and its memory shows in
+torch.cuda.max_memory_allocated().
 """
 
 import ctypes
@@ -11,7 +19,7 @@ import ctypes.util
 import os
 import threading
 
-EXPECTED_VERSION = 1
+EXPECTED_VERSION = 2
 
 _lock = threading.Lock()
 _library = None
@@ -27,11 +35,23 @@ def _candidates():
         return [explicit]
     here = os.path.dirname(os.path.abspath(__file__))
     repository = os.path.dirname(os.path.dirname(here))
-    paths = [os.path.join(repository, "build", "lib", "libfwp.so")]
-    found = ctypes.util.find_library("fwp")
-    if found:
-        paths.append(found)
+    paths = [os.path.join(repository, "build", "lib", name)
+             for name in ("libfwp.so", "libfwp_runtime.so")]
+    for name in ("fwp", "fwp_runtime"):
+        found = ctypes.util.find_library(name)
+        if found:
+            paths.append(found)
     return paths
+
+
+class CudaCall(ctypes.Structure):
+    """fwp_cuda_call: a stream and a stream-ordered allocator."""
+
+
+_ALLOC = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64)
+_RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64)
+CudaCall._fields_ = [("stream", ctypes.c_void_p), ("alloc", _ALLOC),
+                     ("release", _RELEASE), ("user", ctypes.c_void_p)]
 
 
 def _declare(lib):
@@ -40,6 +60,9 @@ def _declare(lib):
     lib.fwp_capi_version.argtypes = []
     lib.fwp_last_error.restype = cstr
     lib.fwp_last_error.argtypes = []
+    lib.fwp_compiler_available.restype = ctypes.c_int
+    lib.fwp_compiler_available.argtypes = []
+    call = ctypes.POINTER(CudaCall)
     lib.fwp_attention_create.restype = p
     lib.fwp_attention_create.argtypes = [cstr, cstr, cstr, i64, i64, i64,
                                          ctypes.c_double, i64]
@@ -51,9 +74,21 @@ def _declare(lib):
     lib.fwp_attention_forward.argtypes = [p, i64, i64] + [p] * 8
     lib.fwp_attention_backward.restype = ctypes.c_int
     lib.fwp_attention_backward.argtypes = [p, i64, i64] + [p] * 15
+    lib.fwp_attention_prepare.restype = ctypes.c_int
+    lib.fwp_attention_prepare.argtypes = [p]
+    lib.fwp_attention_forward_cuda.restype = ctypes.c_int
+    lib.fwp_attention_forward_cuda.argtypes = [p, call, i64, i64] + [p] * 8
+    lib.fwp_attention_backward_cuda.restype = ctypes.c_int
+    lib.fwp_attention_backward_cuda.argtypes = [p, call, i64, i64] + [p] * 15
     lib.fwp_scan_create.restype = p
-    lib.fwp_scan_create.argtypes = [cstr, cstr, i64, i64, i64,
+    lib.fwp_scan_create.argtypes = [cstr, cstr, cstr, i64, i64, i64,
                                     ctypes.c_double, i64]
+    lib.fwp_scan_prepare.restype = ctypes.c_int
+    lib.fwp_scan_prepare.argtypes = [p]
+    lib.fwp_scan_forward_cuda.restype = ctypes.c_int
+    lib.fwp_scan_forward_cuda.argtypes = [p, call, i64, i64, i64] + [p] * 7
+    lib.fwp_scan_backward_cuda.restype = ctypes.c_int
+    lib.fwp_scan_backward_cuda.argtypes = [p, call, i64, i64, i64] + [p] * 12
     lib.fwp_scan_destroy.restype = None
     lib.fwp_scan_destroy.argtypes = [p]
     lib.fwp_scan_describe.restype = cstr
@@ -93,7 +128,8 @@ def library():
             "package calls; tried: " + "; ".join(tried) + ". Build it with "
             "`make build` in the fwp repository (it needs the MLIR/LLVM 22 "
             "libraries that scripts/install-deps.sh installs), or set "
-            "FWP_LIBRARY to its path.")
+            "FWP_LIBRARY to it or to libfwp_runtime.so (CUDA kernels from "
+            "the disk cache, no compiler needed).")
 
 
 def check(status):
@@ -133,3 +169,36 @@ def cached(cls, *key):
         if handle is None:
             handle = _handles[(cls, key)] = cls(*key)
         return handle
+
+
+def _torch_alloc(_user, size):
+    import torch
+    try:
+        return torch.cuda.caching_allocator_alloc(int(size), device=0)
+    except Exception:  # out of memory: the C side reports it, naming size
+        return 0
+
+
+def _torch_release(_user, ptr):
+    import torch
+    torch.cuda.caching_allocator_delete(int(ptr))
+
+
+# Kept alive for the process: the C side calls them during every CUDA call.
+_alloc_callback = _ALLOC(_torch_alloc)
+_release_callback = _RELEASE(_torch_release)
+
+
+def cuda_call(device):
+    """The fwp_cuda_call of a call on tensors on `device` (cuda:0): the
+    current stream, PyTorch's caching allocator."""
+    import torch
+    stream = torch.cuda.current_stream(device).cuda_stream
+    return ctypes.byref(CudaCall(stream, _alloc_callback, _release_callback,
+                                 None))
+
+
+def compiler_available():
+    """Whether the loaded library compiles kernels (libfwp.so) or only
+    loads them from the disk cache (libfwp_runtime.so)."""
+    return bool(library().fwp_compiler_available())

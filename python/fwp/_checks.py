@@ -9,15 +9,33 @@ def fail(function, message, error=ValueError):
     raise error(f"fwp.{function}: {message}")
 
 
-def check_tensor(function, name, t, shape, dtype, like, contiguous=True):
-    """`t` is a CPU tensor of `shape` and `dtype` (that of the argument
-    `like`), contiguous unless told otherwise."""
+def check_device(function, name, t):
+    """`t` is on a device fwp runs on: the CPU, or the first CUDA device
+    (whose primary context fwp's runtime uses)."""
+    if t.device.type == "cpu":
+        return
+    if t.device.type != "cuda":
+        fail(function, f"{name} is on {t.device}; fwp runs on the CPU and on "
+             "CUDA devices")
+    if t.device.index not in (None, 0):
+        fail(function, f"{name} is on {t.device}; fwp's runtime uses the "
+             "first CUDA device only (cuda:0; set CUDA_VISIBLE_DEVICES to "
+             "choose which GPU that is)")
+
+
+def check_tensor(function, name, t, shape, dtype, like, contiguous=True,
+                 device=None):
+    """`t` is a tensor of `shape` and `dtype` (that of the argument `like`)
+    on `device` (that of `like`; None: any device fwp runs on), contiguous
+    unless told otherwise."""
     if not isinstance(t, torch.Tensor):
         fail(function, f"{name} is a {type(t).__name__}, expected a "
              "torch.Tensor", TypeError)
-    if t.device.type != "cpu":
-        fail(function, f"{name} is on {t.device}; this version runs on CPU "
-             "tensors only (CUDA tensors are not supported yet)")
+    if device is None:
+        check_device(function, name, t)
+    elif t.device != device:
+        fail(function, f"{name} is on {t.device}, expected {device} like "
+             f"{like}")
     if tuple(t.shape) != tuple(shape):
         fail(function, f"{name} has shape {list(t.shape)}, expected "
              f"{list(shape)}")

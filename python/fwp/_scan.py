@@ -1,5 +1,6 @@
 """The bare fast-weight scan, fla-style: `delta_rule` and `delta_rule_step`.
 
+On CPU tensors or CUDA tensors (cuda:0, in PyTorch's current stream).
 Public layouts are fla's: q, k [B, T, H, K], v and o [B, T, H, V], beta
 [B, T, H], states [B, H, D, V] (D = K, or 2 K nu with DPFP). The kernels
 read steps first ([T, B, H, *]) and keep the state as [B, H, V, D]
@@ -11,41 +12,59 @@ into a copy first (the state, small, always is).
 import torch
 
 from . import _capi
-from ._checks import check_tensor, fail
+from ._checks import check_device, check_tensor, fail
 from ._attention import _DTYPES, RULES
 from ._dpfp import DPFP
 
 
 
 class _Scan(_capi.Handle):
-    """One compiled scan description (fwp_scan); kept for the process."""
+    """One compiled scan description (fwp_scan); kept for the process.
+    CUDA scans run on the tensors' device in PyTorch's current stream."""
 
-    def __init__(self, dtype, rule, d_input, d_value, nu, eps, chunk):
+    def __init__(self, backend, dtype, rule, d_input, d_value, nu, eps,
+                 chunk):
         super().__init__("fwp_scan_create", "fwp_scan_destroy",
-                         dtype.encode(), rule.encode(), d_input, d_value, nu,
-                         eps, chunk)
+                         backend.encode(), dtype.encode(), rule.encode(),
+                         d_input, d_value, nu, eps, chunk)
+        self.cuda = backend == "cuda"
+
+    def _call(self, name, final_output, *args):
+        if self.cuda:
+            function = getattr(self.lib, name + "_cuda")
+            _capi.check(function(self.handle,
+                                 _capi.cuda_call(final_output.device),
+                                 *args))
+        else:
+            _capi.check(getattr(self.lib, name)(self.handle, *args))
 
     def forward(self, steps, batch, heads, q, k, v, beta, initial, y, final):
-        _capi.check(self.lib.fwp_scan_forward(
-            self.handle, steps, batch, heads, _ptr(q), _ptr(k), _ptr(v),
-            _ptr(beta), _ptr(initial), _ptr(y), _ptr(final)))
+        self._call("fwp_scan_forward", final, steps, batch, heads, _ptr(q),
+                   _ptr(k), _ptr(v), _ptr(beta), _ptr(initial), _ptr(y),
+                   _ptr(final))
 
     def backward(self, steps, batch, heads, inputs, dy, d_final, grads):
         q, k, v, beta, initial = inputs
         dq, dk, dv, dbeta, d_initial = grads
-        _capi.check(self.lib.fwp_scan_backward(
-            self.handle, steps, batch, heads, _ptr(q), _ptr(k), _ptr(v),
-            _ptr(beta), _ptr(initial), _ptr(dy), _ptr(d_final), _ptr(dq),
-            _ptr(dk), _ptr(dv), _ptr(dbeta), _ptr(d_initial)))
+        self._call("fwp_scan_backward", d_initial, steps, batch, heads,
+                   _ptr(q), _ptr(k), _ptr(v), _ptr(beta), _ptr(initial),
+                   _ptr(dy), _ptr(d_final), _ptr(dq), _ptr(dk), _ptr(dv),
+                   _ptr(dbeta), _ptr(d_initial))
+
+    def prepare(self):
+        """Compiles both directions now (or loads them from the disk
+        cache); needs no GPU."""
+        _capi.check(self.lib.fwp_scan_prepare(self.handle))
 
 
 def _ptr(t):
     return None if t is None else t.data_ptr()
 
 
-def _scan(dtype, rule, d_input, d_value, nu, eps, chunk):
-    return _capi.cached(_Scan, _DTYPES[dtype], rule, d_input, d_value, nu,
-                        eps, chunk)
+def _scan(device, dtype, rule, d_input, d_value, nu, eps, chunk):
+    backend = "cuda" if device.type == "cuda" else "cpu"
+    return _capi.cached(_Scan, backend, _DTYPES[dtype], rule, d_input,
+                        d_value, nu, eps, chunk)
 
 
 def _rows(t, start, end):
@@ -152,17 +171,21 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
     if v.dtype not in _DTYPES:
         fail(function, f"v is {v.dtype}; fwp runs float32, float64, "
               "bfloat16 or float16", TypeError)
+    check_device(function, "v", v)
     if not isinstance(q, torch.Tensor) or q.dim() != 4:
         fail(function, "q must be a 4-D tensor like v")
     lead = tuple(v.shape[:3])
     d_key, d_value = q.shape[3], v.shape[3]
-    check_tensor(function, "q", q, lead + (d_key,), v.dtype, "v")
-    check_tensor(function, "k", k, lead + (d_key,), v.dtype, "v")
+    check_tensor(function, "q", q, lead + (d_key,), v.dtype, "v",
+                 device=v.device)
+    check_tensor(function, "k", k, lead + (d_key,), v.dtype, "v",
+                 device=v.device)
     check_tensor(function, "v", v, v.shape, v.dtype, "v")
     if rule == "delta":
         if beta is None:
             fail(function, "the delta rule needs beta")
-        check_tensor(function, "beta", beta, lead, v.dtype, "v")
+        check_tensor(function, "beta", beta, lead, v.dtype, "v",
+                     device=v.device)
     elif beta is not None:
         fail(function, "the sum rule takes no beta (pass None)")
     nu, eps, d_feature = _feature_map(function, dpfp, d_key)
@@ -181,7 +204,7 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
     if initial_state is not None:
         check_tensor(function, "initial_state", initial_state,
                      (sequences, heads, d_feature, d_value), v.dtype, "v",
-                     contiguous=False)
+                     contiguous=False, device=v.device)
         # The kernels' [V, D] order; no copy for a state fwp returned.
         initial_state = initial_state.transpose(-1, -2).contiguous()
     if not steps_first:  # [B, T, H, *] -> [T, B, H, *]; a view when B = 1
@@ -189,7 +212,8 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
         if beta is not None:
             beta = beta.transpose(0, 1).contiguous()
 
-    scan = _scan(v.dtype, rule, d_key, d_value, nu, eps, chunk_size or 0)
+    scan = _scan(v.device, v.dtype, rule, d_key, d_value, nu, eps,
+                 chunk_size or 0)
     y, final = _ScanFunction.apply(scan, segments, q, k, v, beta,
                                    initial_state, states)
     if not steps_first:

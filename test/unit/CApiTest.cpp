@@ -126,7 +126,7 @@ TEST(CApiTest, ScanMatchesTheReference) {
   fwp::ref::ScanOutputs expected =
       fwp::ref::scan(fwp::ref::Rule::Delta, shape, in);
 
-  fwp_scan *s = fwp_scan_create("f64", "delta", d, dValue, 0, 1e-6, 16);
+  fwp_scan *s = fwp_scan_create("cpu", "f64", "delta", d, dValue, 0, 1e-6, 16);
   ASSERT_NE(s, nullptr) << lastError();
   std::vector<double> y(rows * dValue), finalState(states);
   ASSERT_EQ(fwp_scan_forward(s, steps, batch, heads, in.q.data(), in.k.data(),

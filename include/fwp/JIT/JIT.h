@@ -39,6 +39,7 @@
 
 #include "fwp/Runtime/ElementType.h"
 #include "fwp/Runtime/ModuleInfo.h"
+#include "fwp/Runtime/PlanCuda.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -218,6 +219,23 @@ public:
                 const double *dy, double *dx, double *dwQ, double *dwK,
                 double *dwV, double *dwBeta, double *dwO, double *dbO) const;
 
+  /// forward() and backward() of a Backend::Cuda kernel on device buffers
+  /// (addresses in the primary context of device 0, passed as pointers):
+  /// no copies; the work is ordered on `call.stream` and the scratch comes
+  /// from its allocator (fwp/Runtime/PlanCuda.h). Throws
+  /// std::invalid_argument for a CPU kernel, and as forward() and
+  /// backward() do.
+  void forwardOnDevice(int64_t seqLen, int64_t batch, const void *x,
+                       const void *wQ, const void *wK, const void *wV,
+                       const void *wBeta, const void *wO, const void *bO,
+                       void *y, const rt::DeviceCall &call) const;
+  void backwardOnDevice(int64_t seqLen, int64_t batch, const void *x,
+                        const void *wQ, const void *wK, const void *wV,
+                        const void *wBeta, const void *wO, const void *bO,
+                        const void *dy, void *dx, void *dwQ, void *dwK,
+                        void *dwV, void *dwBeta, void *dwO, void *dbO,
+                        const rt::DeviceCall &call) const;
+
   struct Impl;
 
 private:
@@ -263,6 +281,11 @@ compileUncached(const KernelDesc &desc, const CompileOptions &options = {});
 /// and useDiskCache are ignored.
 void compileEntry(const KernelDesc &desc, EntryPoint entry,
                   const std::string &dir, const CompileOptions &options = {});
+
+/// Whether this build compiles kernels (FwpJIT) or only loads them from the
+/// disk cache (the runtime-only build behind libfwp_runtime.so, where a
+/// missing entry fails naming it instead of compiling).
+bool compilerAvailable();
 
 /// Number of kernels made so far in this process (by compile() for a
 /// description it had not seen, or by compileUncached()), failed ones
