@@ -42,22 +42,31 @@ bool isOne(Value v) { return matchPattern(v, m_One()); }
 
 /// Replaces `loop` by
 ///   scf.forall (%t) in (nthreads) {
-///     scf.for %lin = %t to prod(ubs) step nthreads {
-///       %ivs = affine.delinearize_index %lin into (ubs) ...
+///     scf.for %lin = %t to prod(ns) step nthreads {
+///       %p = affine.delinearize_index %lin into (ns) ...
+///       %ivs = lbs + %p * steps
 ///   } {mapping = [#gpu.thread<x>]}
-/// so that thread t takes the points t, t + n, ... in row-major order.
+/// with ns = ceildiv(ubs - lbs, steps) the loop's trip counts (lower bounds
+/// 0 and steps 1 give the plain form), so that thread t takes the points t,
+/// t + n, ... in row-major order.
 LogicalResult stripMineOverThreads(scf::ParallelOp loop, int64_t nthreads) {
-  if (!llvm::all_of(loop.getLowerBound(), isZero) ||
-      !llvm::all_of(loop.getStep(), isOne))
-    return loop.emitOpError("fwp-kernels-to-gpu expects lower bounds 0 and "
-                            "steps 1");
   if (loop.getNumReductions() != 0)
     return loop.emitOpError("fwp-kernels-to-gpu does not map reductions");
 
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   Value total = arith::ConstantIndexOp::create(b, 1);
-  for (Value ub : loop.getUpperBound())
-    total = arith::MulIOp::create(b, total, ub);
+  SmallVector<Value> extents;
+  for (auto [lb, ub, step] : llvm::zip_equal(
+           loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    Value extent = isZero(lb) ? ub : arith::SubIOp::create(b, ub, lb);
+    if (!isOne(step)) // trip count; steps are positive (scf.parallel)
+      extent = arith::CeilDivSIOp::create(b, extent, step);
+    if (!isZero(lb)) // an empty range, not a negative count
+      extent = arith::MaxSIOp::create(b, extent,
+                                      arith::ConstantIndexOp::create(b, 0));
+    extents.push_back(extent);
+    total = arith::MulIOp::create(b, total, extent);
+  }
   Value step = arith::ConstantIndexOp::create(b, nthreads);
   auto threads = scf::ForallOp::create(
       b, ArrayRef<OpFoldResult>{b.getIndexAttr(nthreads)}, ValueRange{},
@@ -68,11 +77,17 @@ LogicalResult stripMineOverThreads(scf::ParallelOp loop, int64_t nthreads) {
 
   b.setInsertionPointToStart(strided.getBody());
   auto point = affine::AffineDelinearizeIndexOp::create(
-      b, strided.getInductionVar(), loop.getUpperBound(),
-      /*hasOuterBound=*/true);
-  for (auto [iv, value] :
-       llvm::zip_equal(loop.getInductionVars(), point.getResults()))
+      b, strided.getInductionVar(), extents, /*hasOuterBound=*/true);
+  for (auto [iv, lb, step, index] :
+       llvm::zip_equal(loop.getInductionVars(), loop.getLowerBound(),
+                       loop.getStep(), point.getResults())) {
+    Value value = index;
+    if (!isOne(step))
+      value = arith::MulIOp::create(b, value, step);
+    if (!isZero(lb))
+      value = arith::AddIOp::create(b, lb, value);
     iv.replaceAllUsesWith(value);
+  }
 
   Block *body = loop.getBody();
   body->getTerminator()->erase();

@@ -495,8 +495,11 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   /// (a module-level memref.global: gpu-kernel-outlining carries it into
   /// the kernel's GPU module), and its use at the kernel's start.
   Value createStage(scf::ForallOp kernel, int64_t floats) {
+    // Not getParentWithTrait<OpTrait::SymbolTable>: inside libfwp.so (hidden
+    // visibility) the trait's TypeID is not libMLIR.so's, and the lookup
+    // finds nothing. libMLIR.so's own query gives the right answer.
     Operation *symbolTableOp =
-        kernel->getParentWithTrait<OpTrait::SymbolTable>();
+        SymbolTable::getNearestSymbolTable(kernel->getParentOp());
     OpBuilder b(kernel.getContext());
     auto type =
         MemRefType::get({floats}, b.getF32Type(), MemRefLayoutAttrInterface(),

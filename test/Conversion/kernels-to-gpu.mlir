@@ -31,6 +31,32 @@ func.func @kernel(%m: memref<?x?x?xf32>, %n: index, %h: index) {
 
 // -----
 
+// A shared loop from %lo with step 2 strides over its trip count,
+// max(ceildiv(%hi - %lo, 2), 0); each point is %lo + 2 p.
+// CHECK-LABEL: func @offset_and_step
+// CHECK:   %[[SPAN:.*]] = arith.subi %arg2, %arg1
+// CHECK:   %[[TRIPS:.*]] = arith.ceildivsi %[[SPAN]], %c2
+// CHECK:   %[[N:.*]] = arith.maxsi %[[TRIPS]], %c0
+// CHECK:   %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[N]]
+// CHECK:   scf.for %[[LIN:.*]] = %{{.*}} to %[[TOTAL]] step %c64
+// CHECK:     %[[P:.*]] = affine.delinearize_index %[[LIN]] into (%[[N]])
+// CHECK:     %[[SCALED:.*]] = arith.muli %[[P]], %c2
+// CHECK:     %[[I:.*]] = arith.addi %arg1, %[[SCALED]]
+// CHECK:     memref.store %{{.*}}, %{{.*}}[%[[I]]]
+func.func @offset_and_step(%m: memref<?xf32>, %lo: index, %hi: index,
+                           %n: index) {
+  %c2 = arith.constant 2 : index
+  %one = arith.constant 1.0 : f32
+  scf.forall (%b) in (%n) {
+    scf.parallel (%i) = (%lo) to (%hi) step (%c2) {
+      memref.store %one, %m[%i] : memref<?xf32>
+    }
+  } {fwp.kernel = "strided", mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
 // Untagged loops are left alone.
 // CHECK-LABEL: func @untagged
 // CHECK-NOT: gpu.launch
