@@ -66,6 +66,16 @@ bench-cpu-training: build
 GPU_BUNDLE ?= $(BUILD)/gpu-bundle
 gpu-bundle: build
 	$(BUILD)/bin/fwp-gpu-bundle --out $(GPU_BUNDLE) --runner $(BUILD)/bin/fwp-gpu-check --script test/gpu-bundle/run.sh
+	@# The Python part, laid out as in the repository: the package on
+	@# libfwp_runtime.so, its CUDA tests, the fla benchmark, and the
+	@# kernels they run, compiled here into the bundle's disk cache.
+	mkdir -p $(GPU_BUNDLE)/py/build/lib $(GPU_BUNDLE)/py/test/python $(GPU_BUNDLE)/py/examples $(GPU_BUNDLE)/py/bench
+	cp -r python $(GPU_BUNDLE)/py/
+	cp $(BUILD)/lib/libfwp_runtime.so $(GPU_BUNDLE)/py/build/lib/
+	cp test/python/test_cuda.py test/python/test_delta_rule.py test/python/test_package.py $(GPU_BUNDLE)/py/test/python/
+	cp examples/seeds_pytorch.py $(GPU_BUNDLE)/py/examples/
+	cp bench/gpu_vs_fla.py $(GPU_BUNDLE)/py/bench/
+	FWP_CACHE_DIR=$(GPU_BUNDLE)/py/kernel-cache /usr/bin/python3 test/gpu-bundle/prepare_kernels.py
 	@echo "$(GPU_BUNDLE): $$(du -sh $(GPU_BUNDLE) | cut -f1), $$(grep -vc '^#' $(GPU_BUNDLE)/checks.txt) checks, $$(grep -vc '^#' $(GPU_BUNDLE)/bench.txt) benchmark shapes"
 
 # The seeds' experiments on fwp (examples/*/; README). Debian's python3 is

@@ -22,4 +22,18 @@ if [ $status -eq 2 ]; then
   exit 2
 fi
 "$here/bin/fwp-gpu-check" bench "$here" "$@" || exit $?
+
+# The Python package on CUDA tensors, through libfwp_runtime.so and the
+# kernels compiled into py/kernel-cache: its tests, then the benchmark
+# against fla (FLA_PATH: a flash-linear-attention checkout; without it,
+# fwp's figures only).
+if [ -d "$here/py" ] && python3 -c "import torch, pytest" 2> /dev/null; then
+  export FWP_LIBRARY="$here/py/build/lib/libfwp_runtime.so"
+  export FWP_CACHE_DIR="$here/py/kernel-cache"
+  export PYTHONPATH="$here/py/python${PYTHONPATH:+:$PYTHONPATH}"
+  python3 -m pytest -q -p no:cacheprovider "$here/py/test/python/test_cuda.py" || status=1
+  python3 "$here/py/bench/gpu_vs_fla.py" ${FLA_PATH:+--fla "$FLA_PATH"} || status=1
+else
+  echo "python: skipped (no py/ folder, or no python3 with torch and pytest)"
+fi
 exit $status
