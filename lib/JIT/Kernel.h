@@ -44,8 +44,13 @@ StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
 /// kernel's cache key. Computed once per process.
 const std::string &hostTargetDescription();
 
-/// "sm_NN" or "sm_NNa" with NN >= 50, as the PTX backend accepts.
-bool isCudaChip(const std::string &chip);
+/// What is wrong with `chip` for `backend` (the CPU takes none; CUDA
+/// "sm_NN" or "sm_NNa", NN >= 50, or none for the default), or "".
+std::string chipProblem(Backend backend, const std::string &chip);
+
+/// The manifest fields every compiled entry point has (files not listed).
+rt::ModuleInfo entryInfo(Backend backend, EntryPoint entry, DType dtype,
+                         const std::string &key);
 
 /// The shortest %g form of `v` that reads back as exactly `v`: equal
 /// descriptions must give equal strings, and 1e-6 should read "1e-06".

@@ -57,7 +57,7 @@ bool productFits(std::initializer_list<int64_t> factors) {
 } // namespace
 
 /// "sm_NN" or "sm_NNa" (NN >= 50, as the PTX backend accepts).
-bool isCudaChip(const std::string &chip) {
+static bool isCudaChip(const std::string &chip) {
   if (chip.size() < 5 || chip.compare(0, 3, "sm_") != 0)
     return false;
   size_t end = chip.back() == 'a' ? chip.size() - 1 : chip.size();
@@ -106,12 +106,9 @@ void KernelDesc::validate() const {
   if (chunkSize < 1 || chunkSize > kMaxChunkSize)
     invalid("chunkSize must be in [1, " + std::to_string(kMaxChunkSize) +
             "], got " + std::to_string(chunkSize));
-  if (backend == Backend::Cpu && !chip.empty())
-    invalid("chip must be empty for the cpu backend (it compiles for this "
-            "host), got '" +
-            chip + "'");
-  if (backend == Backend::Cuda && !chip.empty() && !isCudaChip(chip))
-    invalid("chip must be sm_NN (e.g. sm_80, sm_90a), got '" + chip + "'");
+  std::string problem = chipProblem(backend, chip);
+  if (!problem.empty())
+    invalid(problem);
 }
 
 std::string KernelDesc::targetChip() const {
@@ -120,14 +117,30 @@ std::string KernelDesc::targetChip() const {
   return backend == Backend::Cuda ? "sm_90" : "host";
 }
 
-rt::ModuleInfo moduleInfo(const KernelDesc &desc, EntryPoint entry,
-                          const std::string &key) {
+std::string chipProblem(Backend backend, const std::string &chip) {
+  if (backend == Backend::Cpu && !chip.empty())
+    return "chip must be empty for the cpu backend (it compiles for this "
+           "host), got '" +
+           chip + "'";
+  if (backend == Backend::Cuda && !chip.empty() && !isCudaChip(chip))
+    return "chip must be sm_NN (e.g. sm_80, sm_90a), got '" + chip + "'";
+  return "";
+}
+
+rt::ModuleInfo entryInfo(Backend backend, EntryPoint entry, DType dtype,
+                         const std::string &key) {
   rt::ModuleInfo info;
   info.key = key;
-  info.backend = desc.backend == Backend::Cpu ? rt::ModuleBackend::Cpu
-                                              : rt::ModuleBackend::Cuda;
+  info.backend = backend == Backend::Cpu ? rt::ModuleBackend::Cpu
+                                         : rt::ModuleBackend::Cuda;
   info.entry = entry;
-  info.dtype = desc.dtype;
+  info.dtype = dtype;
+  return info;
+}
+
+rt::ModuleInfo moduleInfo(const KernelDesc &desc, EntryPoint entry,
+                          const std::string &key) {
+  rt::ModuleInfo info = entryInfo(desc.backend, entry, desc.dtype, key);
   info.heads = desc.heads;
   info.dModel = desc.dModel();
   return info;

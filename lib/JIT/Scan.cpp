@@ -101,6 +101,38 @@ private:
   std::vector<rt::HostBuffer> list;
 };
 
+/// The arguments of one forward call, in the function's order.
+ScanBuffers forwardArgs(const ScanDesc &d, int64_t seqLen, int64_t batch,
+                        int64_t heads, const void *q, const void *k,
+                        const void *v, const void *beta, const void *initial,
+                        void *y, void *finalState) {
+  ScanBuffers args(d, seqLen, batch, heads);
+  args.common(q, k, v, beta, initial);
+  args.steps(y, d.dValue);
+  args.state(finalState);
+  return args;
+}
+
+/// The arguments of one backward call, in the function's order.
+ScanBuffers backwardArgs(const ScanDesc &d, int64_t seqLen, int64_t batch,
+                         int64_t heads, const void *q, const void *k,
+                         const void *v, const void *beta, const void *initial,
+                         const void *dy, const void *dFinalState, void *dq,
+                         void *dk, void *dv, void *dbeta, void *dInitial) {
+  ScanBuffers args(d, seqLen, batch, heads);
+  args.common(q, k, v, beta, initial);
+  args.steps(dy, d.dValue);
+  if (d.dFinalState)
+    args.state(dFinalState);
+  args.steps(dq, d.dInput);
+  args.steps(dk, d.dInput);
+  args.steps(dv, d.dValue);
+  if (d.rule == Rule::Delta)
+    args.gates(dbeta);
+  args.state(dInitial);
+  return args;
+}
+
 /// A scan whose kernels are a host library (a compiled module directory's
 /// kernel.so) with both functions.
 class LibraryScan final : public CompiledScan {
@@ -113,11 +145,9 @@ private:
                   const void *k, const void *v, const void *beta,
                   const void *initial, void *y,
                   void *finalState) const override {
-    ScanBuffers args(desc(), seqLen, batch, heads);
-    args.common(q, k, v, beta, initial);
-    args.steps(y, desc().dValue);
-    args.state(finalState);
-    library->call(0, args.buffers());
+    library->call(0, forwardArgs(desc(), seqLen, batch, heads, q, k, v, beta,
+                                 initial, y, finalState)
+                         .buffers());
   }
 
   void runBackward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
@@ -125,19 +155,10 @@ private:
                    const void *initial, const void *dy, const void *dFinalState,
                    void *dq, void *dk, void *dv, void *dbeta,
                    void *dInitial) const override {
-    const ScanDesc &d = desc();
-    ScanBuffers args(d, seqLen, batch, heads);
-    args.common(q, k, v, beta, initial);
-    args.steps(dy, d.dValue);
-    if (d.dFinalState)
-      args.state(dFinalState);
-    args.steps(dq, d.dInput);
-    args.steps(dk, d.dInput);
-    args.steps(dv, d.dValue);
-    if (d.rule == Rule::Delta)
-      args.gates(dbeta);
-    args.state(dInitial);
-    library->call(1, args.buffers());
+    library->call(1, backwardArgs(desc(), seqLen, batch, heads, q, k, v, beta,
+                                  initial, dy, dFinalState, dq, dk, dv, dbeta,
+                                  dInitial)
+                         .buffers());
   }
 
   std::unique_ptr<rt::HostLibrary> library;
@@ -156,37 +177,6 @@ public:
   }
 
 private:
-  /// The scan's arguments of one call, in the functions' order.
-  ScanBuffers forwardArgs(int64_t seqLen, int64_t batch, int64_t heads,
-                          const void *q, const void *k, const void *v,
-                          const void *beta, const void *initial, void *y,
-                          void *finalState) const {
-    ScanBuffers args(desc(), seqLen, batch, heads);
-    args.common(q, k, v, beta, initial);
-    args.steps(y, desc().dValue);
-    args.state(finalState);
-    return args;
-  }
-  ScanBuffers backwardArgs(int64_t seqLen, int64_t batch, int64_t heads,
-                           const void *q, const void *k, const void *v,
-                           const void *beta, const void *initial,
-                           const void *dy, const void *dFinalState, void *dq,
-                           void *dk, void *dv, void *dbeta,
-                           void *dInitial) const {
-    const ScanDesc &d = desc();
-    ScanBuffers args(d, seqLen, batch, heads);
-    args.common(q, k, v, beta, initial);
-    args.steps(dy, d.dValue);
-    if (d.dFinalState)
-      args.state(dFinalState);
-    args.steps(dq, d.dInput);
-    args.steps(dk, d.dInput);
-    args.steps(dv, d.dValue);
-    if (d.rule == Rule::Delta)
-      args.gates(dbeta);
-    args.state(dInitial);
-    return args;
-  }
   size_t backwardOutputs() const { return desc().rule == Rule::Delta ? 5 : 4; }
 
   void runForward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
@@ -194,8 +184,8 @@ private:
                   const void *initial, void *y,
                   void *finalState) const override {
     plan(EntryPoint::Forward)
-        .runOnHost(forwardArgs(seqLen, batch, heads, q, k, v, beta, initial, y,
-                               finalState)
+        .runOnHost(forwardArgs(desc(), seqLen, batch, heads, q, k, v, beta,
+                               initial, y, finalState)
                        .hostArgs(2));
   }
 
@@ -205,8 +195,9 @@ private:
                    void *dq, void *dk, void *dv, void *dbeta,
                    void *dInitial) const override {
     plan(EntryPoint::Backward)
-        .runOnHost(backwardArgs(seqLen, batch, heads, q, k, v, beta, initial,
-                                dy, dFinalState, dq, dk, dv, dbeta, dInitial)
+        .runOnHost(backwardArgs(desc(), seqLen, batch, heads, q, k, v, beta,
+                                initial, dy, dFinalState, dq, dk, dv, dbeta,
+                                dInitial)
                        .hostArgs(backwardOutputs()));
   }
 
@@ -218,10 +209,10 @@ private:
     const rt::DevicePlan &forward = plan(EntryPoint::Forward);
     std::optional<rt::DeviceScratch> zeros;
     initial = stateOrZero(batch, heads, initial, call, zeros);
-    forward.run(
-        forwardArgs(seqLen, batch, heads, q, k, v, beta, initial, y, finalState)
-            .deviceRefs(),
-        call);
+    forward.run(forwardArgs(desc(), seqLen, batch, heads, q, k, v, beta,
+                            initial, y, finalState)
+                    .deviceRefs(),
+                call);
   }
 
   void runBackwardOnDevice(int64_t seqLen, int64_t batch, int64_t heads,
@@ -235,8 +226,9 @@ private:
     initial = stateOrZero(batch, heads, initial, call, zeroInitial);
     if (desc().dFinalState)
       dFinalState = stateOrZero(batch, heads, dFinalState, call, zeroFinal);
-    backward.run(backwardArgs(seqLen, batch, heads, q, k, v, beta, initial, dy,
-                              dFinalState, dq, dk, dv, dbeta, dInitial)
+    backward.run(backwardArgs(desc(), seqLen, batch, heads, q, k, v, beta,
+                              initial, dy, dFinalState, dq, dk, dv, dbeta,
+                              dInitial)
                      .deviceRefs(),
                  call);
   }
@@ -345,12 +337,9 @@ void ScanDesc::validate() const {
             std::to_string(kMaxChunkSize));
   if (backend != Backend::Cpu && backend != Backend::Cuda)
     invalid("unknown backend");
-  if (backend == Backend::Cpu && !chip.empty())
-    invalid("chip must be empty for the cpu backend (it compiles for this "
-            "host), got '" +
-            chip + "'");
-  if (backend == Backend::Cuda && !chip.empty() && !isCudaChip(chip))
-    invalid("chip must be sm_NN (e.g. sm_80, sm_90a), got '" + chip + "'");
+  std::string problem = chipProblem(backend, chip);
+  if (!problem.empty())
+    invalid(problem);
 }
 
 std::string ScanDesc::str() const {

@@ -96,12 +96,7 @@ void buildScanModule(ModuleOp module, const ScanDesc &desc, bool forward,
 /// The manifest of a scan's compiled module.
 rt::ModuleInfo scanModuleInfo(const ScanDesc &desc, EntryPoint entry,
                               const std::string &key) {
-  rt::ModuleInfo info;
-  info.key = key;
-  info.backend = desc.backend == Backend::Cpu ? rt::ModuleBackend::Cpu
-                                              : rt::ModuleBackend::Cuda;
-  info.entry = entry;
-  info.dtype = desc.dtype;
+  rt::ModuleInfo info = entryInfo(desc.backend, entry, desc.dtype, key);
   info.dModel = desc.dValue;
   return info;
 }
