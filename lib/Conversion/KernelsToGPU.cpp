@@ -12,6 +12,10 @@
 // synchronisation the kernels need: each shared loop reads only what
 // earlier ones wrote.
 //
+// Shared memory: a kernel's local tiles in workgroup memory (memref.alloca
+// at its top level) become workgroup buffers of the module, which
+// gpu-kernel-outlining carries into the kernel's GPU module.
+//
 // Blocks: written here, because upstream's transform.gpu.map_forall_to_blocks
 // requires a statically sized forall ("requires statically sized,
 // normalized forall op", test/Conversion/upstream-forall-to-blocks.mlir),
@@ -19,6 +23,8 @@
 // sequence, which are known at run time only.
 //
 //===----------------------------------------------------------------------===//
+
+#include "WorkgroupMemory.h"
 
 #include "fwp/Conversion/Passes.h"
 #include "fwp/Transforms/Kernels.h"
@@ -119,13 +125,33 @@ FailureOr<SmallVector<int64_t>> blockDimensions(scf::ForallOp forall) {
   return dims;
 }
 
+/// The kernel's local tiles in workgroup memory (one per instance, which
+/// is a block) become module-level workgroup buffers: an alloca inside a
+/// GPU kernel would be each thread's own.
+LogicalResult placeLocalTiles(scf::ForallOp forall) {
+  for (memref::AllocaOp tile : localWorkgroupTiles(forall)) {
+    if (tile->getBlock() != forall.getBody())
+      return tile.emitOpError("fwp-kernels-to-gpu expects a kernel's local "
+                              "tiles in workgroup memory at its top level");
+    if (!tile.getType().hasStaticShape() ||
+        !tile.getType().getLayout().isIdentity())
+      return tile.emitOpError("fwp-kernels-to-gpu expects a kernel's local "
+                              "tiles in workgroup memory to have a static "
+                              "shape and the identity layout");
+    tile.replaceAllUsesWith(
+        createWorkgroupBuffer(forall, "local", tile.getType()));
+    tile.erase();
+  }
+  return success();
+}
+
 /// Turns one kernel into a gpu.launch over its points.
 LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
   if (!forall.getOutputs().empty())
     return forall.emitOpError("fwp-kernels-to-gpu expects a kernel without "
                               "outputs");
   FailureOr<SmallVector<int64_t>> dims = blockDimensions(forall);
-  if (failed(dims))
+  if (failed(dims) || failed(placeLocalTiles(forall)))
     return failure();
 
   ImplicitLocOpBuilder b(forall.getLoc(), forall);

@@ -20,6 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "WorkgroupMemory.h"
+
 #include "fwp/Conversion/Passes.h"
 #include "fwp/Transforms/Kernels.h"
 
@@ -47,8 +49,8 @@ constexpr int64_t kWarpSize = 32;
 /// Columns of a warp tile at most: four accumulators of 16 x 8.
 constexpr int64_t kWarpTileCols = 32;
 /// Steps of k staged in shared memory at a time, and the floats of shared
-/// memory a kernel may stage (32 KiB of the 48 KiB a block has without
-/// opting in).
+/// memory a kernel may stage: 32 KiB of the 48 KiB a block has without
+/// opting in, less what the kernel's local tiles leave.
 constexpr int64_t kStageDepth = 32;
 constexpr int64_t kStageBudgetFloats = 8192;
 /// Warp tiles a warp keeps at once, at most (16 accumulator registers
@@ -187,12 +189,17 @@ public:
     lhs = op.getDpsInputs()[0];
     rhs = op.getDpsInputs()[1];
     out = op.getDpsInits()[0];
+    // An operand already in shared memory (a kernel-local tile) is read
+    // where it is.
+    staged[0] = !isWorkgroupMemory(lhs.getType());
+    staged[1] = !isWorkgroupMemory(rhs.getType());
   }
 
-  /// The floats of shared memory the operands need staged kStageDepth
-  /// steps of k at a time, or 0 if they cannot be staged (tiles that do not
-  /// deal evenly, or windows over the budget).
-  int64_t stagedFloats() const;
+  /// The floats of shared memory the operands in global memory need staged
+  /// kStageDepth steps of k at a time, or 0 if they cannot be staged (tiles
+  /// that do not deal evenly, windows over `budgetFloats`, or no operand in
+  /// global memory).
+  int64_t stagedFloats(int64_t budgetFloats) const;
 
   /// Operands read where they are (global memory). Returns the op whose
   /// regions hold the product's vector code.
@@ -255,6 +262,7 @@ private:
   SmallVector<AffineMap> maps;
   int64_t numWarps, rows, cols, depth, tileCols, colTiles, numTiles;
   Value lhs, rhs, out;
+  bool staged[2];
 };
 
 SmallVector<Value> ProductLowering::step(Value lhsTile, Value rhsTile, Value m0,
@@ -323,16 +331,24 @@ ProductLowering::stagedLayout(AffineMap map) const {
   return layout;
 }
 
-int64_t ProductLowering::stagedFloats() const {
+int64_t ProductLowering::stagedFloats(int64_t budgetFloats) const {
+  if (!staged[0] && !staged[1])
+    return 0;
   int64_t threads = numWarps * kWarpSize;
   int64_t kBlock = std::min(depth, kStageDepth);
-  StagedLayout l = stagedLayout(maps[0]), r = stagedLayout(maps[1]);
   // Whole rounds of tiles, whole k blocks, whole copies per thread.
-  if (numTiles % numWarps || depth % kBlock || (l.rows * l.cols) % threads ||
-      (r.rows * r.cols) % threads)
+  if (numTiles % numWarps || depth % kBlock)
     return 0;
-  int64_t floats = llvm::alignTo(l.floats(), 4) + r.floats();
-  return floats <= kStageBudgetFloats ? floats : 0;
+  int64_t floats = 0;
+  for (int operand = 0; operand < 2; ++operand) {
+    if (!staged[operand])
+      continue;
+    StagedLayout l = stagedLayout(maps[operand]);
+    if ((l.rows * l.cols) % threads)
+      return 0;
+    floats = llvm::alignTo(floats, 4) + l.floats();
+  }
+  return floats <= budgetFloats ? floats : 0;
 }
 
 Operation *ProductLowering::lowerStaged(Value stage) {
@@ -352,19 +368,23 @@ Operation *ProductLowering::lowerStaged(Value stage) {
       accumulators.push_back(readWindow(
           b, out, window(maps[2], {tiles.back().first, n, zero}, kMmaShape)));
   }
-  // Views of the stage: the operands' windows in their own layouts.
-  SmallVector<Value> views;
+  // Views of the stage: the staged operands' windows in their own layouts.
+  SmallVector<Value> views(2);
   int64_t offset = 0;
-  for (const StagedLayout &l : layouts) {
-    views.push_back(memref::ReinterpretCastOp::create(
+  for (int operand = 0; operand < 2; ++operand) {
+    if (!staged[operand])
+      continue;
+    const StagedLayout &l = layouts[operand];
+    offset = llvm::alignTo(offset, 4);
+    views[operand] = memref::ReinterpretCastOp::create(
         b,
         MemRefType::get(
             {l.rows, l.cols}, b.getF32Type(),
             StridedLayoutAttr::get(b.getContext(), offset, {l.stride, 1}),
             cast<MemRefType>(stage.getType()).getMemorySpace()),
         stage, offset, ArrayRef<int64_t>{l.rows, l.cols},
-        ArrayRef<int64_t>{l.stride, 1}));
-    offset += llvm::alignTo(l.floats(), 4);
+        ArrayRef<int64_t>{l.stride, 1});
+    offset += l.floats();
   }
 
   auto blocks =
@@ -379,7 +399,23 @@ Operation *ProductLowering::lowerStaged(Value stage) {
     SmallVector<Value> copies;
     int64_t extent[] = {rows, cols, kBlock};
     Value sources[] = {lhs, rhs};
+    // The block's window of an operand read in place: a view with k from k0,
+    // as the stage's views have.
+    SmallVector<Value> blockViews(views);
     for (int operand = 0; operand < 2; ++operand) {
+      Window from = window(maps[operand], {zero, zero, k0}, extent);
+      if (staged[operand])
+        continue;
+      SmallVector<OpFoldResult> offsets(from.offsets.begin(),
+                                        from.offsets.end());
+      blockViews[operand] = memref::SubViewOp::create(
+          b, sources[operand], offsets,
+          getAsIndexOpFoldResult(b.getContext(), from.sizes),
+          SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
+    }
+    for (int operand = 0; operand < 2; ++operand) {
+      if (!staged[operand])
+        continue;
       const StagedLayout &l = layouts[operand];
       Window from = window(maps[operand], {zero, zero, k0}, extent);
       // Element e = i * threads + tid of the rows x cols window, 4 bytes
@@ -414,9 +450,10 @@ Operation *ProductLowering::lowerStaged(Value stage) {
       ValueRange accs = steps.getRegionIterArgs();
       for (auto [t, tile] : llvm::enumerate(tiles)) {
         size_t perTile = tile.second.size();
-        llvm::append_range(updated, step(views[0], views[1], tile.first,
-                                         tile.second, steps.getInductionVar(),
-                                         accs.slice(t * perTile, perTile)));
+        llvm::append_range(updated,
+                           step(blockViews[0], blockViews[1], tile.first,
+                                tile.second, steps.getInductionVar(),
+                                accs.slice(t * perTile, perTile)));
       }
       scf::YieldOp::create(b, updated);
     }
@@ -495,27 +532,12 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   /// (a module-level memref.global: gpu-kernel-outlining carries it into
   /// the kernel's GPU module), and its use at the kernel's start.
   Value createStage(scf::ForallOp kernel, int64_t floats) {
-    // Not getParentWithTrait<OpTrait::SymbolTable>: inside libfwp.so (hidden
-    // visibility) the trait's TypeID is not libMLIR.so's, and the lookup
-    // finds nothing. libMLIR.so's own query gives the right answer.
-    Operation *symbolTableOp =
-        SymbolTable::getNearestSymbolTable(kernel->getParentOp());
-    OpBuilder b(kernel.getContext());
     auto type =
-        MemRefType::get({floats}, b.getF32Type(), MemRefLayoutAttrInterface(),
+        MemRefType::get({floats}, Float32Type::get(kernel.getContext()),
+                        MemRefLayoutAttrInterface(),
                         gpu::AddressSpaceAttr::get(
-                            b.getContext(), gpu::AddressSpace::Workgroup));
-    auto name = kernel->getAttrOfType<StringAttr>(kKernelAttrName);
-    auto global = memref::GlobalOp::create(
-        b, kernel.getLoc(), ("fwp_stage_" + name.getValue()).str(),
-        b.getStringAttr("private"), type, Attribute(), /*constant=*/false,
-        b.getI64IntegerAttr(16));
-    // Inserting renames it if another kernel of the same name has one.
-    SymbolTable(symbolTableOp)
-        .insert(global, symbolTableOp->getRegion(0).front().begin());
-    b.setInsertionPointToStart(kernel.getBody());
-    return memref::GetGlobalOp::create(b, kernel.getLoc(), type,
-                                       global.getSymName());
+                            kernel.getContext(), gpu::AddressSpace::Workgroup));
+    return createWorkgroupBuffer(kernel, "stage", type);
   }
 
   /// A product's contracts in the (m, k) x (n, k) form mma.sync takes, then
@@ -561,10 +583,14 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
     if (products.empty())
       return success();
     // One stage per kernel, as large as its largest staged product needs:
-    // the products run one after another, a barrier apart.
+    // the products run one after another, a barrier apart. The kernel's
+    // local tiles share the block's shared memory with it.
+    int64_t budget =
+        std::min(kStageBudgetFloats,
+                 (kWorkgroupBytes - localWorkgroupBytes(kernel)) / 4);
     SmallVector<int64_t> staged;
     for (const ProductLowering &product : products)
-      staged.push_back(product.stagedFloats());
+      staged.push_back(product.stagedFloats(budget));
     int64_t stageFloats = *llvm::max_element(staged);
     Value stage;
     if (stageFloats)

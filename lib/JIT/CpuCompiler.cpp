@@ -51,7 +51,7 @@ void initializeLlvmOnce() {
   });
 }
 
-void lower(ModuleOp module, int64_t chunkSize, bool denseTiles,
+void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling,
            const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
@@ -61,7 +61,7 @@ void lower(ModuleOp module, int64_t chunkSize, bool denseTiles,
                  OpPassManager::Nesting::Implicit);
   CpuPipelineOptions options;
   options.chunkSize = chunkSize;
-  options.denseTiles = denseTiles;
+  options.gpuTiling = gpuTiling;
   buildFwpToCpuPipeline(pm, options);
   dumpEveryStage(pm, module, dumpDirectory);
   if (failed(pm.run(module)))
@@ -196,7 +196,7 @@ std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   function_ref<void(ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
-                  const std::string &dumpDirectory, bool denseTiles) {
+                  const std::string &dumpDirectory, bool gpuTiling) {
   initializeLlvmOnce();
   Failure fail(what);
   std::vector<std::pair<std::string, double>> stages;
@@ -204,7 +204,7 @@ compileCpuLibrary(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, denseTiles, dumpDirectory, compile.diagnostics(),
+  lower(*module, chunkSize, gpuTiling, dumpDirectory, compile.diagnostics(),
         fail);
   stages.emplace_back("passes", secondsSince(start));
 
@@ -283,7 +283,7 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, /*denseTiles=*/false, dumpDirectory,
+  lower(*module, chunkSize, /*gpuTiling=*/false, dumpDirectory,
         compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);

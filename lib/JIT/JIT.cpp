@@ -488,7 +488,7 @@ std::string cacheKey(const KernelDesc &desc, EntryPoint entry,
       desc.backend == Backend::Cpu
           ? fmt::format("{} O{}{}", hostTargetDescription(),
                         cpuOptLevel(options),
-                        options.cpuDenseTiles ? " dense-tiles" : "")
+                        options.cpuGpuTiling ? " gpu-tiling" : "")
           : desc.targetChip();
   return fmt::format("{} entry={} target={} compiler={}", desc.str(),
                      rt::entryPointName(entry), target, compilerBuildId());

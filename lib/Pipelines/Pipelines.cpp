@@ -63,21 +63,25 @@ namespace {
 constexpr int64_t kCpuCausalBlock = 16;
 constexpr int64_t kCpuValueBlock = 64;
 constexpr int64_t kGpuValueBlock = 32;
+
+/// The GPU's scan kernels: one per step (prepare, state, ...), whole
+/// products, which deal evenly across its warps, value blocks of 32, which
+/// fill its grid, and the state kept on chip across the chunks in local
+/// tiles in `stateMemory` (shared memory; the stack when the host runs
+/// them).
+FwpTileScanOptions gpuTileScan(int64_t chunkSize, std::string stateMemory) {
+  return {chunkSize, kGpuValueBlock, /*causalBlock=*/0, /*fuse=*/false,
+          std::move(stateMemory)};
+}
 } // namespace
 
-void buildFwpToLoopsPipeline(OpPassManager &pm, int64_t chunkSize,
-                             int64_t valueBlock, int64_t causalBlock,
-                             bool fuse) {
+void buildFwpToLoopsPipeline(OpPassManager &pm,
+                             const FwpTileScanOptions &tileScan) {
   pm.addPass(createFwpWidenStorage());
   pm.addPass(createFwpDecomposeAttention());
   pm.addPass(createFwpFuseDpfp());
   pm.addPass(createFwpLowerDpfp());
   pm.addPass(createFwpLowerGate());
-  FwpTileScanOptions tileScan;
-  tileScan.chunkSize = chunkSize;
-  tileScan.valueBlock = valueBlock;
-  tileScan.causalBlock = causalBlock;
-  tileScan.fuse = fuse;
   pm.addPass(createFwpTileScan(tileScan));
 
   // A result the caller gives a buffer for (the CPU's entry points write
@@ -101,16 +105,22 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // its register tiles whole) and takes 64 value columns per scan_state
   // instance. (The GPU keeps whole products, which deal evenly across its
   // warps, and value blocks of 32, which fill its grid.)
-  buildFwpToLoopsPipeline(pm, options.chunkSize, kCpuValueBlock,
-                          kCpuCausalBlock, /*fuse=*/true);
+  // With gpu-tiling the scan takes the GPU's kernels instead, its local
+  // state tiles on each instance's stack.
+  buildFwpToLoopsPipeline(pm, options.gpuTiling
+                                  ? gpuTileScan(options.chunkSize, "stack")
+                                  : FwpTileScanOptions{options.chunkSize,
+                                                       kCpuValueBlock,
+                                                       kCpuCausalBlock,
+                                                       /*fuse=*/true});
   // The host frees its workspace. (The PTX pipeline leaves the host side to
   // the runtime, and canonicalising the kernels before they are mapped to
   // threads made ptxas spill, so it skips both.)
   bufferization::buildBufferDeallocationPipeline(pm);
   // The kernels' tiles and the dense layers onto the vector units. With
-  // dense-tiles the dense layers take the GPU's tiling first, and their
+  // gpu-tiling the dense layers take the GPU's tiling first, and their
   // kernels' products go to the vector units like the scan's.
-  if (options.denseTiles)
+  if (options.gpuTiling)
     pm.addPass(createFwpDenseToTiles());
   pm.addPass(createFwpTilesToVectors());
   pm.addPass(createFwpDenseToVectors());
@@ -144,8 +154,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
-  buildFwpToLoopsPipeline(pm, options.chunkSize, kGpuValueBlock,
-                          /*causalBlock=*/0, /*fuse=*/false);
+  buildFwpToLoopsPipeline(pm, gpuTileScan(options.chunkSize, "workgroup"));
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's

@@ -18,13 +18,25 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
   Value chunks = numChunks(seqLen);
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state_grad", {batch, heads, blocks}, [&](ValueRange ids) {
+    Value b = ids[0], h = ids[1];
     Value v0 = e.mulIndex(ids[2], e.index(config.valueBlock));
-    emitBlockRowsInit(buf.dFinal, buf.dState, ids[0], ids[1], v0);
+    // The block's rows of dS (and of dU^T W~) stay on chip across the
+    // chunks where they fit, and go to the initial state's gradient at the
+    // end.
+    bool local = config.localStateGrad();
+    auto stateTile = [&](Value buffer) {
+      return local ? localStateTile() : blockRows(buffer, b, h, v0);
+    };
+    Value ds = stateTile(buf.dState);
+    Value written = config.isDelta() ? stateTile(buf.dsWritten) : Value();
+    emitBlockRowsInit(buf.dFinal, ds, b, h, v0);
     e.forLoop(e.index(0), chunks, [&](Value i) {
       Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
       auto [t0, len] = chunkSpan(c, seqLen);
-      emitStateGradChunk(ids[0], ids[1], v0, c, t0, len);
+      emitStateGradChunk(b, h, v0, c, t0, len, ds, written);
     });
+    if (local)
+      tiles.copy(ds, blockRows(buf.dState, b, h, v0));
   });
   e.kernel("scan_chunk_grad", {batch, heads, chunks}, [&](ValueRange ids) {
     auto [t0, len] = chunkSpan(ids[2], seqLen);
@@ -47,16 +59,19 @@ void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
   Value zero = e.index(0);
   e.kernel("scan_backward", {batch, heads, e.index(1)}, [&](ValueRange ids) {
     Value b = ids[0], h = ids[1];
-    emitBlockRowsInit(buf.dFinal, buf.dState, b, h, zero);
+    Value ds = blockRows(buf.dState, b, h, zero);
+    Value written =
+        config.isDelta() ? blockRows(buf.dsWritten, b, h, zero) : Value();
+    emitBlockRowsInit(buf.dFinal, ds, b, h, zero);
     e.forLoop(zero, chunks, [&](Value i) {
       Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
       auto [t0, len] = chunkSpan(c, seqLen);
       emitPrepare(b, h, c, t0, len);
-      Value st = tiles.tile(buf.st, {b, h, zero, zero}, config.dFeature,
-                            config.dValue);
-      tiles.transpose(chunkStartState(b, h, c), st);
-      emitNewValues(b, h, zero, st, t0);
-      emitStateGradChunk(b, h, zero, c, t0, len);
+      emitNewValues(b, h, zero,
+                    stateAsRhs(chunkStartState(b, h, c), /*local=*/false,
+                               buf.st, b, h, zero),
+                    t0);
+      emitStateGradChunk(b, h, zero, c, t0, len, ds, written);
       emitChunkGrad(b, h, c, t0, len);
       emitInputGrads(b, h, t0, len);
     });
@@ -65,29 +80,28 @@ void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
 
 /// On the value block [v0, v0 + Bv), given its rows dS of the gradient of
 /// the chunk's end state: dU = P^T dY + K dS^T, then
-/// dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule). Value
-/// blocks are independent: each needs only its own columns of dY and dU.
+/// dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule), into
+/// `ds`, with dU^T W~ in `written`. Value blocks are independent: each
+/// needs only its own columns of dY and dU.
 void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value c,
-                                     Value t0, Value len) {
+                                     Value t0, Value len, Value ds,
+                                     Value written) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
   Value zero = e.index(0), w0 = workspaceRow(t0);
   emitChunkLoad(buf.dy, buf.dyw, b, h, v0, t0, len, block);
-  Value ds = tiles.tile(buf.dState, {b, h, v0, zero}, block, dFeature);
-  Value dsT = tiles.tile(buf.dst, {b, h, zero, v0}, dFeature, block);
-  tiles.transpose(ds, dsT);
+  StateRhs dsT = stateAsRhs(ds, config.localStateGrad(), buf.dst, b, h, v0);
   Value dy = tiles.tile(buf.dyw, {b, h, w0, v0}, chunk, block);
   Value du = tiles.tile(buf.du, {b, h, w0, v0}, chunk, block);
   tiles.product(chunkRows(buf.pq, b, h, t0, chunk), dy, du, Transposed::Lhs);
-  tiles.product(chunkRows(buf.kf, b, h, t0, dFeature), dsT, du,
-                Transposed::None, /*accumulate=*/true);
+  tiles.product(chunkRows(buf.kf, b, h, t0, dFeature), dsT.tile, du, dsT.form,
+                /*accumulate=*/true);
   tiles.copy(ds, tiles.tile(buf.dChunkEnds, {b, h, workspaceChunk(c), v0, zero},
                             block, dFeature));
   tiles.product(dy, chunkRows(buf.qf, b, h, t0, dFeature), ds, Transposed::Lhs,
                 /*accumulate=*/true);
   if (!config.isDelta())
     return;
-  Value written = tiles.tile(buf.dsWritten, {b, h, v0, zero}, block, dFeature);
   tiles.product(du, chunkRows(buf.wt, b, h, t0, dFeature), written,
                 Transposed::Lhs);
   tiles.subtract(ds, written, ds);

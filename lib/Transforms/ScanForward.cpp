@@ -49,12 +49,19 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
   });
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state", {batch, heads, blocks}, [&](ValueRange ids) {
+    Value b = ids[0], h = ids[1];
     Value v0 = e.mulIndex(ids[2], e.index(config.valueBlock));
-    emitBlockRowsInit(buf.initial, buf.state, ids[0], ids[1], v0);
+    // The block's rows of the state stay on chip across the chunks where
+    // they fit, and go to the final state at the end.
+    bool local = config.localForwardState();
+    Value s = local ? localStateTile() : blockRows(buf.state, b, h, v0);
+    emitBlockRowsInit(buf.initial, s, b, h, v0);
     e.forLoop(e.index(0), chunks, [&](Value c) {
       auto [t0, len] = chunkSpan(c, seqLen);
-      emitStateChunk(ids[0], ids[1], v0, c, t0, len);
+      emitStateChunk(b, h, v0, c, t0, len, s);
     });
+    if (local)
+      tiles.copy(s, blockRows(buf.state, b, h, v0));
   });
 }
 
@@ -64,13 +71,14 @@ void ScanKernels::emitFusedForward(Value seqLen, Value batch, Value heads) {
   Value chunks = numChunks(seqLen);
   Value zero = e.index(0);
   e.kernel("scan_forward", {batch, heads, e.index(1)}, [&](ValueRange ids) {
-    emitBlockRowsInit(buf.initial, buf.state, ids[0], ids[1], zero);
+    Value s = blockRows(buf.state, ids[0], ids[1], zero);
+    emitBlockRowsInit(buf.initial, s, ids[0], ids[1], zero);
     e.forLoop(zero, chunks, [&](Value c) {
       auto [t0, len] = chunkSpan(c, seqLen);
       // Without outputs (a gradient's forward, which keeps only the chunk
       // start states) neither Q nor P is needed.
       emitPrepare(ids[0], ids[1], c, t0, len, /*withQueries=*/bool(buf.y));
-      emitStateChunk(ids[0], ids[1], zero, c, t0, len);
+      emitStateChunk(ids[0], ids[1], zero, c, t0, len, s);
     });
   });
 }
@@ -351,32 +359,52 @@ void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len,
                      causal, Triangular::Lhs);
 }
 
-/// Rows [v0, v0 + Bv) of the state-shaped `target` ([B, H, d_v, D]): those
-/// of `source`, or zero without one. The state starts from the initial
-/// state, its gradient from the final state's.
+Value ScanKernels::blockRows(Value buffer, Value b, Value h, Value v0) {
+  return tiles.tile(buffer, {b, h, v0, e.index(0)}, config.valueBlock,
+                    config.dFeature);
+}
+
+Value ScanKernels::localStateTile() {
+  bool workgroup = config.stateMemory == StateMemory::Workgroup;
+  Attribute space =
+      workgroup ? gpu::AddressSpaceAttr::get(e.b.getContext(),
+                                             gpu::AddressSpace::Workgroup)
+                : Attribute();
+  return tiles.localTile(config.valueBlock, config.dFeature, space,
+                         workgroup ? kWorkgroupRowPadding : 0);
+}
+
+ScanKernels::StateRhs ScanKernels::stateAsRhs(Value s, bool local,
+                                              Value transposed, Value b,
+                                              Value h, Value v0) {
+  if (local)
+    return {s, Transposed::Rhs};
+  Value st = tiles.tile(transposed, {b, h, e.index(0), v0}, config.dFeature,
+                        config.valueBlock);
+  tiles.transpose(s, st);
+  return {st, Transposed::None};
+}
+
+/// `target`, the rows [v0, v0 + Bv) of a state: those of `source`, or zero
+/// without one. The state starts from the initial state, its gradient from
+/// the final state's.
 void ScanKernels::emitBlockRowsInit(Value source, Value target, Value b,
                                     Value h, Value v0) {
-  Value zero = e.index(0);
-  auto rows = [&](Value buffer) {
-    return tiles.tile(buffer, {b, h, v0, zero}, config.valueBlock,
-                      config.dFeature);
-  };
   if (source)
-    tiles.copy(rows(source), rows(target));
+    tiles.copy(blockRows(source, b, h, v0), target);
   else
-    tiles.fill(rows(target), 0.0);
+    tiles.fill(target, 0.0);
 }
 
 /// U, Y and the next state of one chunk on the value block [v0, v0 + Bv),
-/// given the block's rows S of the state at the chunk's start.
+/// given the block's rows S of the state at the chunk's start, which it
+/// updates.
 void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
-                                 Value len) {
+                                 Value len, Value s) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
   Value zero = e.index(0), w0 = workspaceRow(t0);
-  Value s = tiles.tile(buf.state, {b, h, v0, zero}, block, dFeature);
-  Value st = tiles.tile(buf.st, {b, h, zero, v0}, dFeature, block);
-  tiles.transpose(s, st);
+  StateRhs st = stateAsRhs(s, config.localForwardState(), buf.st, b, h, v0);
   Value q = tiles.tile(buf.qf, {b, h, w0, zero}, chunk, dFeature);
   Value k = tiles.tile(buf.kf, {b, h, w0, zero}, chunk, dFeature);
   emitNewValues(b, h, v0, st, t0);
@@ -388,7 +416,7 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
   // Y = Q S^T + P U, stored for the chunk's rows before the sequence end.
   if (buf.y) {
     Value y = tiles.tile(buf.yw, {b, h, w0, v0}, chunk, block);
-    tiles.product(q, st, y);
+    tiles.product(q, st.tile, y, st.form);
     tiles.lowerProduct(tiles.tile(buf.pq, {b, h, w0, zero}, chunk, chunk), u, y,
                        config.causalBlock, Triangular::Lhs,
                        /*accumulate=*/true);
@@ -410,15 +438,16 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
 }
 
 /// U = U~ - W~ S^T (delta), U = V (sum), on the value block [v0, v0 + Bv),
-/// given the block's columns `st` of S^T at the chunk's start.
-void ScanKernels::emitNewValues(Value b, Value h, Value v0, Value st,
+/// given S^T at the chunk's start as a product's right operand.
+void ScanKernels::emitNewValues(Value b, Value h, Value v0, StateRhs st,
                                 Value t0) {
   int64_t chunk = config.chunk, block = config.valueBlock;
-  Value zero = e.index(0), w0 = workspaceRow(t0);
+  Value w0 = workspaceRow(t0);
   Value u = tiles.tile(buf.u, {b, h, w0, v0}, chunk, block);
   if (!config.isDelta())
     return tiles.copy(tiles.tile(buf.vt, {b, h, w0, v0}, chunk, block), u);
-  tiles.product(chunkRows(buf.wt, b, h, t0, config.dFeature), st, u);
+  tiles.product(chunkRows(buf.wt, b, h, t0, config.dFeature), st.tile, u,
+                st.form);
   tiles.subtract(tiles.tile(buf.ut, {b, h, w0, v0}, chunk, block), u, u);
 }
 

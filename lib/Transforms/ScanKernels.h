@@ -36,6 +36,24 @@ namespace fwp {
 /// cores' 16 rows.
 constexpr int64_t kInverseBlock = 16;
 
+/// Where the unfused state kernels (scan_state, scan_state_grad) keep their
+/// block of the state, or of its gradient, across the chunks: rows of a
+/// [B, H, d_v, D] buffer in the workspace (global memory), or kernel-local
+/// tiles, in the GPU's workgroup (shared) memory or on the CPU instance's
+/// stack (the GPU's form checked on the host).
+enum class StateMemory { Workspace, Workgroup, Stack };
+
+/// The most bytes of kernel-local state tiles an instance takes: 48 KiB of
+/// static shared memory a GPU block has, less 14 KiB for staging the
+/// products' operands (fwp-products-to-mma: at C = 64 the chunk's 64 x 32
+/// and 32 x 32 windows, padded).
+constexpr int64_t kLocalStateBytes = 34 * 1024;
+
+/// Elements a local state tile's rows are padded by in shared memory: rows
+/// 4 words longer than D (a multiple of 32 words) put the 8 rows a
+/// tensor-core fragment reads on different banks.
+constexpr int64_t kWorkgroupRowPadding = 4;
+
 /// Static sizes and options of one scan.
 struct ScanConfig {
   Rule rule = Rule::Delta;
@@ -58,8 +76,24 @@ struct ScanConfig {
   /// chunk per (batch, head), rows [0, C), and stays in cache; only the
   /// chunk start states are kept for every chunk. The CPU's choice.
   bool fused = false;
+  StateMemory stateMemory = StateMemory::Workspace;
+  /// Bytes per element (4 or 8).
+  int64_t elementBytes = 4;
 
   bool isDelta() const { return rule == Rule::Delta; }
+  /// Whether an unfused state kernel that needs `count` Bv x D tiles keeps
+  /// them local: asked for, and within kLocalStateBytes.
+  bool localState(int64_t count) const {
+    int64_t rowPadding =
+        stateMemory == StateMemory::Workgroup ? kWorkgroupRowPadding : 0;
+    return !fused && stateMemory != StateMemory::Workspace &&
+           count * valueBlock * (dFeature + rowPadding) * elementBytes <=
+               kLocalStateBytes;
+  }
+  /// Kernel-local tiles of scan_state (S) and of scan_state_grad (dS and,
+  /// for the delta rule, dU^T W~).
+  bool localForwardState() const { return localState(1); }
+  bool localStateGrad() const { return localState(isDelta() ? 2 : 1); }
 };
 
 /// Buffers of the kernels; null where a configuration does not use one.
@@ -78,7 +112,7 @@ struct ScanBuffers {
   Value qf, kf, pq, vt, u, yw, bt, wt, ut, gram, a, ab, chunkStates;
   // Transposed operands, laid out once for the products: each chunk's K^T
   // [B, H, chunks, D, C]; the state's S^T [B, H, D, d_v] at the current
-  // chunk.
+  // chunk (none with a local state, which the products read transposed).
   Value kt, st;
   // DPFP, if fused: x = relu([q, -q]) and relu([k, -k]) ([B, H, T', 2d]),
   // and the normalisers sum(phi) + eps of q and of k ([B, H, T']).
@@ -155,14 +189,28 @@ private:
   void emitBlockInverse(Value b, Value h, Value t0);
   void emitPrepare(Value b, Value h, Value c, Value t0, Value len,
                    bool withQueries = true);
+  /// Rows [v0, v0 + Bv) of a state-shaped [B, H, d_v, D] buffer.
+  Value blockRows(Value buffer, Value b, Value h, Value v0);
+  /// A kernel-local Bv x D tile in the config's state memory.
+  Value localStateTile();
+  /// S^T as a product's right operand, for the block `s` of a state: `s`
+  /// itself read transposed if it is a local tile, else laid out into
+  /// `transposed` ([B, H, D, d_v]) and read as it is.
+  struct StateRhs {
+    Value tile;
+    Transposed form;
+  };
+  StateRhs stateAsRhs(Value s, bool local, Value transposed, Value b, Value h,
+                      Value v0);
   void emitBlockRowsInit(Value source, Value target, Value b, Value h,
                          Value v0);
-  void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len);
-  void emitNewValues(Value b, Value h, Value v0, Value st, Value t0);
+  void emitStateChunk(Value b, Value h, Value v0, Value c, Value t0, Value len,
+                      Value s);
+  void emitNewValues(Value b, Value h, Value v0, StateRhs st, Value t0);
 
   // Backward pieces.
   void emitStateGradChunk(Value b, Value h, Value v0, Value c, Value t0,
-                          Value len);
+                          Value len, Value ds, Value written);
   void emitStepStore(Value tile, Value out, Value b, Value h, Value t0,
                      Value len);
   void emitChunkGrad(Value b, Value h, Value c, Value t0, Value len);

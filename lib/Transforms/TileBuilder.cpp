@@ -77,6 +77,17 @@ Value TileBuilder::stepTile(Value buffer, ArrayRef<Value> offsets, int64_t rows,
   return view(flat, {offsets[0], col}, {rows, cols}, {rows, cols});
 }
 
+Value TileBuilder::localTile(int64_t rows, int64_t cols, Attribute memorySpace,
+                             int64_t rowPadding) {
+  auto type = MemRefType::get({rows, cols + rowPadding}, elementType,
+                              MemRefLayoutAttrInterface(), memorySpace);
+  Value buffer = memref::AllocaOp::create(b, type);
+  if (rowPadding == 0)
+    return buffer;
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  return view(buffer, {zero, zero}, {rows, cols}, {rows, cols});
+}
+
 void TileBuilder::fill(Value tile, double value) {
   Value constant =
       arith::ConstantOp::create(b, b.getFloatAttr(elementType, value));
@@ -111,7 +122,7 @@ void TileBuilder::product(Value lhs, Value rhs, Value out,
     return AffineMap::get(3, 0, {x, y}, ctx);
   };
   AffineMap lhsMap = transposed == Transposed::Lhs ? map(k, m) : map(m, k);
-  AffineMap rhsMap = map(k, n);
+  AffineMap rhsMap = transposed == Transposed::Rhs ? map(n, k) : map(k, n);
   SmallVector<Attribute> maps = {AffineMapAttr::get(lhsMap),
                                  AffineMapAttr::get(rhsMap),
                                  AffineMapAttr::get(map(m, n))};

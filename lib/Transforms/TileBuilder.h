@@ -24,10 +24,11 @@
 
 namespace fwp {
 
-/// Whether a tile product reads its left operand transposed. (A transposed
-/// right operand is laid out once with transpose() instead, so that every
-/// product reads its right operand by rows.)
-enum class Transposed { None, Lhs };
+/// Whether a tile product reads an operand transposed. (The workspace's
+/// transposed right operands are laid out once with transpose() instead, so
+/// that the CPU's products read their right operand by rows; Rhs is for a
+/// kernel-local tile the GPU's tensor cores read in place, the state.)
+enum class Transposed { None, Lhs, Rhs };
 
 /// What of a product is lower triangular by blocks: its left operand (so
 /// that row block i reads only the first i + 1 column blocks of it and row
@@ -50,6 +51,13 @@ public:
   /// [T, B, H, W] input or output: `rows` steps of one head.
   mlir::Value stepTile(mlir::Value buffer, llvm::ArrayRef<mlir::Value> offsets,
                        int64_t rows, int64_t cols);
+
+  /// A rows x cols tile of the kernel instance's own: a memref.alloca at the
+  /// insertion point (the kernel's start) in `memorySpace` (null: the
+  /// default, the instance's stack on the CPU), whose rows are cols +
+  /// `rowPadding` elements apart.
+  mlir::Value localTile(int64_t rows, int64_t cols, mlir::Attribute memorySpace,
+                        int64_t rowPadding);
 
   /// tile = value.
   void fill(mlir::Value tile, double value);

@@ -13,6 +13,8 @@
 
 #include "fwp/Transforms/Passes.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 namespace fwp {
 #define GEN_PASS_DEF_FWPTILESCAN
 #include "fwp/Transforms/Passes.h.inc"
@@ -35,12 +37,17 @@ Value allocate(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
                                  dynamicSizes);
 }
 
+/// The pass's options, checked.
+struct TileOptions {
+  int64_t chunk, valueBlock, causalBlock;
+  bool fuse;
+  StateMemory stateMemory;
+};
+
 /// Reads what every scan-like op shares: element type, static sizes, rule
 /// and DPFP.
 template <typename ScanLikeOp>
-FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
-                                 int64_t valueBlock, int64_t causalBlock,
-                                 bool fuse) {
+FailureOr<ScanConfig> readConfig(ScanLikeOp op, const TileOptions &options) {
   auto qType = op.getQ().getType();
   auto vType = op.getV().getType();
   Type elementType = vType.getElementType();
@@ -63,14 +70,17 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, int64_t chunk,
     config.dFeature = 2 * config.dInput * config.nu;
   }
   config.dValue = vType.getDimSize(3);
-  config.chunk = chunk;
-  config.valueBlock =
-      config.dValue % valueBlock == 0 ? valueBlock : config.dValue;
-  config.causalBlock = causalBlock;
+  config.chunk = options.chunk;
+  config.valueBlock = config.dValue % options.valueBlock == 0
+                          ? options.valueBlock
+                          : config.dValue;
+  config.causalBlock = options.causalBlock;
   // A fused kernel takes all value columns: one instance per (batch, head).
-  config.fused = fuse;
-  if (fuse)
+  config.fused = options.fuse;
+  if (options.fuse)
     config.valueBlock = config.dValue;
+  config.stateMemory = options.stateMemory;
+  config.elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   return config;
 }
 
@@ -169,7 +179,8 @@ void allocateForwardWorkspace(ScanAllocator &alloc, const ScanConfig &config,
   buf.vt = alloc.workspace(config.dValue);
   buf.u = alloc.workspace(config.dValue);
   buf.kt = alloc.perChunk(config.dFeature, config.chunk);
-  buf.st = alloc.transposedState();
+  if (!config.localForwardState())
+    buf.st = alloc.transposedState();
   if (!forBackward)
     buf.yw = alloc.workspace(config.dValue);
   if (config.fusedDpfp) {
@@ -214,10 +225,8 @@ void readInputs(ImplicitLocOpBuilder &b, ScanLikeOp op, ScanBuffers &buf) {
   buf.initial = toBuffer(b, op.getInitial());
 }
 
-LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock,
-                        int64_t causalBlock, bool fuse) {
-  FailureOr<ScanConfig> config =
-      readConfig(op, chunk, valueBlock, causalBlock, fuse);
+LogicalResult lowerScan(ScanOp op, const TileOptions &options) {
+  FailureOr<ScanConfig> config = readConfig(op, options);
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -243,10 +252,8 @@ LogicalResult lowerScan(ScanOp op, int64_t chunk, int64_t valueBlock,
   return success();
 }
 
-LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
-                            int64_t causalBlock, bool fuse) {
-  FailureOr<ScanConfig> config =
-      readConfig(op, chunk, valueBlock, causalBlock, fuse);
+LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
+  FailureOr<ScanConfig> config = readConfig(op, options);
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -274,7 +281,8 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
       alloc.state(op.getDInitial() ? op.getDInitial().getType() : TensorType());
   buf.dyw = alloc.workspace(config->dValue);
   buf.du = alloc.workspace(config->dValue);
-  buf.dst = alloc.transposedState();
+  if (!config->localStateGrad())
+    buf.dst = alloc.transposedState();
   buf.valuesT = alloc.perChunk(config->dValue, config->chunk);
   buf.dqf = alloc.workspace(config->dFeature);
   buf.dkf = alloc.workspace(config->dFeature);
@@ -290,7 +298,8 @@ LogicalResult lowerScanGrad(ScanGradOp op, int64_t chunk, int64_t valueBlock,
     auto betaType = op.getDbeta().getType();
     buf.dbeta =
         allocate(b, betaType.getShape(), {seqLen, batch, heads}, elementType);
-    buf.dsWritten = alloc.state();
+    if (!config->localStateGrad())
+      buf.dsWritten = alloc.state();
     buf.dbw = alloc.workspaceColumn();
     buf.squareT = alloc.workspace(config->chunk);
     buf.da = alloc.workspace(config->chunk);
@@ -341,6 +350,19 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
           << static_cast<int64_t>(causalBlock);
       return signalPassFailure();
     }
+    std::optional<StateMemory> memory =
+        llvm::StringSwitch<std::optional<StateMemory>>(stateMemory)
+            .Case("workspace", StateMemory::Workspace)
+            .Case("workgroup", StateMemory::Workgroup)
+            .Case("stack", StateMemory::Stack)
+            .Default(std::nullopt);
+    if (!memory) {
+      getOperation()->emitError("fwp-tile-scan: state-memory must be "
+                                "workspace, workgroup or stack, got '")
+          << stateMemory << "'";
+      return signalPassFailure();
+    }
+    TileOptions options{chunkSize, valueBlock, causalBlock, fuse, *memory};
     SmallVector<Operation *> scans;
     getOperation()->walk([&](Operation *op) {
       if (isa<ScanOp, ScanGradOp>(op))
@@ -348,10 +370,8 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     });
     for (Operation *op : scans) {
       LogicalResult lowered =
-          isa<ScanOp>(op) ? lowerScan(cast<ScanOp>(op), chunkSize, valueBlock,
-                                      causalBlock, fuse)
-                          : lowerScanGrad(cast<ScanGradOp>(op), chunkSize,
-                                          valueBlock, causalBlock, fuse);
+          isa<ScanOp>(op) ? lowerScan(cast<ScanOp>(op), options)
+                          : lowerScanGrad(cast<ScanGradOp>(op), options);
       if (failed(lowered))
         return signalPassFailure();
     }

@@ -90,3 +90,59 @@ func.func @mapped_to_threads(%m: memref<?xf32>, %n: index) {
   } {fwp.kernel = "test", mapping = [#gpu.thread<x>]}
   return
 }
+
+// -----
+
+// A kernel's local tile in workgroup memory (one per instance, which is a
+// block) becomes a module-level workgroup buffer, 16-byte aligned, that the
+// launch's body reads through memref.get_global: an alloca inside the
+// launch would be each thread's own.
+// CHECK: memref.global "private" @fwp_local_state : memref<8x36xf32, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+// CHECK-LABEL: func @local_tile
+// CHECK: gpu.launch
+// CHECK: %[[TILE:.*]] = memref.get_global @fwp_local_state
+// CHECK-NOT: memref.alloca
+// CHECK: memref.store %{{.*}}, %[[TILE]]
+func.func @local_tile(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%b) in (%n) {
+    %tile = memref.alloca() : memref<8x36xf32, #gpu.address_space<workgroup>>
+    scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+      memref.store %zero, %tile[%i, %c0] : memref<8x36xf32, #gpu.address_space<workgroup>>
+    }
+  } {fwp.kernel = "state", mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+func.func @nested_local_tile(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%b) in (%n) {
+    scf.for %c = %c0 to %c4 step %c1 {
+      // expected-error @+1 {{fwp-kernels-to-gpu expects a kernel's local tiles in workgroup memory at its top level}}
+      %tile = memref.alloca() : memref<8xf32, #gpu.address_space<workgroup>>
+      memref.store %zero, %tile[%c0] : memref<8xf32, #gpu.address_space<workgroup>>
+    }
+  } {fwp.kernel = "state", mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
+func.func @dynamic_local_tile(%n: index, %rows: index) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%b) in (%n) {
+    // expected-error @+1 {{fwp-kernels-to-gpu expects a kernel's local tiles in workgroup memory to have a static shape and the identity layout}}
+    %tile = memref.alloca(%rows) : memref<?xf32, #gpu.address_space<workgroup>>
+    memref.store %zero, %tile[%c0] : memref<?xf32, #gpu.address_space<workgroup>>
+  } {fwp.kernel = "state", mapping = [#gpu.block<x>]}
+  return
+}

@@ -93,6 +93,43 @@ func.func @transposed_lhs(%u: !u, %k: !k, %s: !s) {
 
 // -----
 
+// An operand already in shared memory (scan_state's local state tile, read
+// transposed: U = W~ S^T) is read in place, a view of it per block of k,
+// with ldmatrix: only W~'s 64 x 32 window is staged (16 copies per thread),
+// and the stage is that window alone.
+// CHECK: memref.global "private" @fwp_stage_k : memref<2304xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func @local_rhs
+// CHECK: %[[TILE:.*]] = memref.alloca() : memref<32x132xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[S:.*]] = memref.subview %[[TILE]]
+// CHECK: scf.for %[[K0:.*]] = %c0{{.*}} to %c128{{.*}} step %c32{{.*}} iter_args
+// CHECK: %[[BLOCK:.*]] = memref.subview %[[S]][%{{.*}}, %[[K0]]] [32, 32] [1, 1]
+// CHECK-COUNT-16: nvgpu.device_async_copy
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.ldmatrix %[[BLOCK]]
+// CHECK: nvgpu.mma.sync
+// CHECK: gpu.barrier
+// CHECK-NOT: linalg.matmul
+!w = memref<64x128xf32, strided<[128, 1], offset: ?>>
+!u = memref<64x32xf32, strided<[32, 1], offset: ?>>
+!st = memref<32x128xf32, strided<[132, 1], offset: ?>, #gpu.address_space<workgroup>>
+func.func @local_rhs(%w: !w, %u: !u) {
+  %n = arith.constant 3 : index
+  %c0 = arith.constant 0 : index
+  scf.forall (%i) in (%n) {
+    %tile = memref.alloca() : memref<32x132xf32, #gpu.address_space<workgroup>>
+    %s = memref.subview %tile[%c0, %c0] [32, 128] [1, 1]
+        : memref<32x132xf32, #gpu.address_space<workgroup>> to !st
+    linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                   affine_map<(m, n, k) -> (n, k)>,
+                                   affine_map<(m, n, k) -> (m, n)>]
+        ins(%w, %s : !w, !st) outs(%u : !u)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
 // 48 x 8 output: 3 warp tiles for 4 warps, so the last warp is idle (the
 // guard), and the operands are read where they are (no stage).
 // CHECK-LABEL: func @guarded

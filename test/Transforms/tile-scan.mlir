@@ -9,6 +9,9 @@
 // BLOCK: error: fwp-tile-scan: value-block must be at least 1, got 0
 // RUN: not fwp-opt %s -fwp-tile-scan=causal-block=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=CAUSAL-NEG
 // CAUSAL-NEG: error: fwp-tile-scan: causal-block must be at least 0, got -1
+// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 state-memory=workgroup" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=LOCAL
+// RUN: not fwp-opt %s -fwp-tile-scan=state-memory=registers -split-input-file 2>&1 | FileCheck %s --check-prefix=BADMEM
+// BADMEM: error: fwp-tile-scan: state-memory must be workspace, workgroup or stack, got 'registers'
 
 // The delta rule at the tile level. The workspace is padded to whole
 // chunks (N * 16 rows). A prepare kernel over (batch, head, chunk) loads
@@ -99,6 +102,25 @@
 // CHECK: } {fwp.kernel = "scan_state", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK: bufferization.to_tensor %[[Y]] restrict writable
 // CHECK: bufferization.to_tensor %[[S]] restrict writable
+// With the state in workgroup memory (the GPU's choice), scan_state keeps
+// its 8 x 32 block of the state in a kernel-local tile (rows padded to 36
+// words) across the chunks: no S^T is laid out; the products read the tile
+// transposed (U = U~ - W~ S^T, Y = Q S^T) and accumulate into it
+// (S += U^T K); the final state gets it at the end.
+// LOCAL-LABEL: func @delta_fused
+// LOCAL: } {fwp.kernel = "scan_prepare"
+// LOCAL: scf.forall
+// LOCAL: %[[TILE:.*]] = memref.alloca() : memref<8x36xf32, #gpu.address_space<workgroup>>
+// LOCAL: %[[S:.*]] = memref.subview %[[TILE]][%{{.*}}, %{{.*}}] [8, 32] [1, 1]
+// LOCAL: linalg.fill ins(%{{.*}} : f32) outs(%[[S]] :
+// LOCAL: scf.for
+// LOCAL-NOT: linalg.transpose
+// LOCAL: linalg.matmul indexing_maps = [#[[MK:.*]], #[[NK:.*]], #{{.*}}] ins(%{{.*}}, %[[S]] : memref<16x32xf32{{.*}}, memref<8x32xf32, strided<[36, 1], offset: ?>, #gpu.address_space<workgroup>>)
+// LOCAL: linalg.matmul indexing_maps = [#[[MK]], #[[NK]], #{{.*}}] ins(%{{.*}}, %[[S]] :
+// LOCAL: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<16x8xf32{{.*}}, memref<16x32xf32{{.*}}) outs(%[[S]] :
+// LOCAL: }
+// LOCAL: linalg.generic {{.*}} ins(%[[S]] : {{.*}}) outs(%{{.*}} : memref<8x32xf32, strided<[32, 1], offset: ?>>)
+// LOCAL: } {fwp.kernel = "scan_state"
 func.func @delta_fused(%q: tensor<?x2x4x8xf32>, %k: tensor<?x2x4x8xf32>,
                        %v: tensor<?x2x4x8xf32>, %b: tensor<?x2x4xf32>)
     -> (tensor<?x2x4x8xf32>, tensor<2x4x8x32xf32>) {
@@ -168,6 +190,26 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
 // CHECK: } {fwp.kernel = "scan_input_grad", mapping = [#gpu.block<x>, #gpu.block<y>{{.*}}]}
 // CHECK-COUNT-4: bufferization.to_tensor
+// With the state in workgroup memory, scan_state_grad keeps its block of
+// dS and of dU^T W~ in two kernel-local tiles across the chunks: dU reads
+// dS transposed in place (dU += K dS^T), dS -= dU^T W~ on the tiles, and
+// the initial state's gradient gets dS at the end.
+// LOCAL-LABEL: func @delta_grad
+// LOCAL: } {fwp.kernel = "scan_state"
+// LOCAL: scf.forall
+// LOCAL: %[[DS_TILE:.*]] = memref.alloca() : memref<8x20xf32, #gpu.address_space<workgroup>>
+// LOCAL: %[[DS:.*]] = memref.subview %[[DS_TILE]]
+// LOCAL: %[[W_TILE:.*]] = memref.alloca() : memref<8x20xf32, #gpu.address_space<workgroup>>
+// LOCAL: %[[W:.*]] = memref.subview %[[W_TILE]]
+// LOCAL: scf.for
+// LOCAL-NOT: linalg.transpose
+// LOCAL: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %[[DS]] : memref<16x16xf32{{.*}}, memref<8x16xf32, strided<[20, 1], offset: ?>, #gpu.address_space<workgroup>>)
+// LOCAL: outs(%[[DS]] :
+// LOCAL: outs(%[[W]] :
+// LOCAL: linalg.generic {{.*}} ins(%[[DS]], %[[W]] : {{.*}}) outs(%[[DS]] :
+// LOCAL: }
+// LOCAL: linalg.generic {{.*}} ins(%[[DS]] : {{.*}}) outs(%{{.*}} : memref<8x16xf32, strided<[16, 1], offset: ?>>)
+// LOCAL: } {fwp.kernel = "scan_state_grad"
 func.func @delta_grad(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x8xf32>,
                       %b: tensor<?x1x2xf32>, %dy: tensor<?x1x2x8xf32>)
     -> (tensor<?x1x2x4xf32>, tensor<?x1x2xf32>) {

@@ -182,21 +182,31 @@ TEST_F(BackwardTest, Float64MatchesReference) {
 // The GPU's tiling of the dense layers, run on the host
 //===----------------------------------------------------------------------===//
 
-/// fwp-dense-to-tiles (the projections, the gate, the output layer and their
-/// gradients as kernels of static tile products) is the GPU's form; with
-/// CompileOptions::cpuDenseTiles the CPU lowers the same kernels, so that
-/// their tiles, the rows past the last whole tile and the narrowed tiles are
-/// checked here without a GPU. Rows T B = 133 (two whole tiles of 64 and 5
-/// more); d_model 64 (two column tiles of 32) and 48 (tiles 16 wide); the
-/// gate's 4 or 6 outputs (tiles of 4 and 2 rows of dW_beta).
-TEST(DenseTilesOnTheHost, ForwardAndBackwardMatchReference) {
+/// fwp-to-ptx lowers the GPU's forms, which CompileOptions::cpuGpuTiling
+/// (fwp-to-cpu{gpu-tiling}) lowers for the host, so that they are checked
+/// here without a GPU:
+/// - fwp-dense-to-tiles (the projections, the gate, the output layer and
+///   their gradients as kernels of static tile products): their tiles, the
+///   rows past the last whole tile and the narrowed tiles. Rows T B = 133
+///   (two whole tiles of 64 and 5 more); d_model 64 (two column tiles of
+///   32) and 48 (tiles 16 wide); the gate's 4 or 6 outputs (tiles of 4 and
+///   2 rows of dW_beta).
+/// - the scan's unfused kernels (scan_prepare, scan_state, scan_state_grad,
+///   scan_chunk_grad, scan_input_grad) with the GPU's value blocks of 32
+///   and its state and state gradient in kernel-local tiles (on the stack
+///   here, in shared memory on the GPU) that the products read transposed.
+///   d_v = 64 makes two value blocks; D = 128 local tiles of 16 KiB (f32)
+///   and 32 KiB (f64), so that the f64 gradient's two tiles go to the
+///   workspace instead.
+TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
   if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
     GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
   const Case cases[] = {{Rule::Delta, 4, 16, 1, 16, 133, 1},
                         {Rule::Delta, 6, 8, 2, 64, 19, 7},
-                        {Rule::Sum, 4, 12, 1, 32, 70, 2}};
+                        {Rule::Sum, 4, 12, 1, 32, 70, 2},
+                        {Rule::Delta, 1, 64, 1, 16, 40, 2}};
   fwp::jit::CompileOptions options;
-  options.cpuDenseTiles = true;
+  options.cpuGpuTiling = true;
   for (DType dtype : {DType::F32, DType::F64}) {
     double bound = dtype == DType::F32 ? 1e-4 : 1e-9;
     for (const Case &c : cases) {

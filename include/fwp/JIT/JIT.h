@@ -114,10 +114,11 @@ struct CompileOptions {
   /// LLVM optimisation level (0-3) of CPU code; -1: the default, chosen by
   /// measurement (bench/results/compile-*.md). Part of the cache key.
   int cpuOptLevel = -1;
-  /// CPU code takes the dense layers through the GPU's tiling
-  /// (fwp-to-cpu{dense-tiles}): checks that tiling against the reference on
-  /// a host without a GPU. Part of the cache key.
-  bool cpuDenseTiles = false;
+  /// CPU code takes the GPU's kernels (fwp-to-cpu{gpu-tiling}): the dense
+  /// layers through the GPU's tiling, the scan unfused with the GPU's value
+  /// blocks and local state tiles. Checks those forms against the reference
+  /// on a host without a GPU. Part of the cache key.
+  bool cpuGpuTiling = false;
 };
 
 /// The CPU optimisation level used when CompileOptions::cpuOptLevel is -1.

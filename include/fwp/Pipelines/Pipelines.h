@@ -10,6 +10,8 @@
 #ifndef FWP_PIPELINES_PIPELINES_H
 #define FWP_PIPELINES_PIPELINES_H
 
+#include "fwp/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -27,11 +29,15 @@ struct CommonPipelineOptions : mlir::PassPipelineOptions<Derived> {
 };
 
 struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
-  Option<bool> denseTiles{
-      *this, "dense-tiles",
-      llvm::cl::desc("lower the dense layers through the GPU's tiling "
-                     "(fwp-dense-to-tiles) rather than fwp-dense-to-vectors's "
-                     "own: checks the GPU's tiling on the host"),
+  Option<bool> gpuTiling{
+      *this, "gpu-tiling",
+      llvm::cl::desc("lower the GPU's kernels for the host: the dense layers "
+                     "through fwp-dense-to-tiles rather than "
+                     "fwp-dense-to-vectors's own tiling, the scan unfused "
+                     "(scan_prepare, scan_state, ...) with the GPU's value "
+                     "blocks and its state tiles on the stack where the GPU "
+                     "keeps them in shared memory: checks the GPU's tiling "
+                     "on the host"),
       llvm::cl::init(false)};
 };
 
@@ -75,9 +81,8 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
 /// fwp on tensors -> loops on buffers, results as out-parameters (both
 /// pipelines start like this). `valueBlock`, `causalBlock` and
 /// `fuse` are fwp-tile-scan's options.
-void buildFwpToLoopsPipeline(mlir::OpPassManager &pm, int64_t chunkSize,
-                             int64_t valueBlock, int64_t causalBlock,
-                             bool fuse);
+void buildFwpToLoopsPipeline(mlir::OpPassManager &pm,
+                             const FwpTileScanOptions &tileScan);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
                            const CpuPipelineOptions &options);
 void buildFwpToPtxPipeline(mlir::OpPassManager &pm,

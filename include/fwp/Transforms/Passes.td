@@ -121,7 +121,18 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
            "`scan_backward`, each going through the chunks in order with "
            "a workspace of one chunk per (batch, head) that stays in "
            "cache; the only per-chunk buffer left is the chunk start "
-           "states of a gradient">
+           "states of a gradient">,
+    Option<"stateMemory", "state-memory", "std::string",
+           /*default=*/"\"workspace\"",
+           "where scan_state keeps its block of the state across the chunks "
+           "(and scan_state_grad its block of the state gradient): "
+           "workspace (rows of a global buffer, laid out transposed for "
+           "the products each chunk), workgroup (kernel-local tiles in the "
+           "GPU's shared memory, which the products read transposed in "
+           "place: the GPU pipeline's choice) or stack (the same tiles on "
+           "the CPU instance's stack: the GPU's form checked on the host); "
+           "local tiles are taken only up to 34 KiB per instance, and fused "
+           "kernels keep the workspace">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
