@@ -231,20 +231,18 @@ struct DenseToTilesPass : impl::FwpDenseToTilesBase<DenseToTilesPass> {
       const Layer &layer = group[i];
       const DenseProduct &p = layer.p;
       int64_t cols = widths[i];
-      Value y = outputs[i];
+      // Named values fix the order of the ops (argument order is
+      // unspecified). The init writes the product's own view of y, so that
+      // fwp-products-to-mma sees a product starting from a fill of zeros.
+      Value out = blockOf(b, outputs[i], r0, c0, height, cols);
       if (layer.epilogues.init)
-        onTile(b, layer.epilogues.init, blockOf(b, y, r0, c0, height, cols), r0,
-               c0);
+        onTile(b, layer.epilogues.init, out, r0, c0);
       Value w = p.wIsTransposed ? blockOf(b, p.w, zero, c0, p.in, cols)
                                 : blockOf(b, p.w, c0, zero, cols, p.in);
-      // Named values fix the order of the ops (argument order is
-      // unspecified).
       Value lhs = blockOf(b, x, r0, zero, height, p.in);
-      Value out = blockOf(b, y, r0, c0, height, cols);
       product(b, lhs, w, out, /*rhsTransposed=*/!p.wIsTransposed);
       if (layer.epilogues.map)
-        onTile(b, layer.epilogues.map, blockOf(b, y, r0, c0, height, cols), r0,
-               c0);
+        onTile(b, layer.epilogues.map, out, r0, c0);
     };
     // The tile of column tile `id` (of all the layers) at rows r0...
     auto dispatch = [&](Value id, Value r0, int64_t height) {

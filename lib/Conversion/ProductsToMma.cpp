@@ -128,6 +128,24 @@ int64_t tilesPerWarp(int64_t rows, int64_t cols, int64_t numWarps) {
   return llvm::divideCeil(rows / kMmaM * (cols / warpTileCols(cols)), numWarps);
 }
 
+/// Whether `op` starts from zero: the last operation with memory effects
+/// before it fills its whole output with zeros (TileBuilder::product without
+/// accumulating). The warp tiles write every element of the output, so the fill
+/// can go and the accumulators start as zeros in registers: no pass of the
+/// block's threads over the output, no barrier, no reads of the zeros.
+linalg::FillOp zeroFillBefore(linalg::MatmulOp op) {
+  // Views and index arithmetic may come between.
+  Operation *before = op->getPrevNode();
+  while (before && isMemoryEffectFree(before))
+    before = before->getPrevNode();
+  auto fill = dyn_cast_or_null<linalg::FillOp>(before);
+  if (!fill || !fill.hasPureBufferSemantics() ||
+      fill.getDpsInits()[0] != op.getDpsInits()[0] ||
+      !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+    return nullptr;
+  return fill;
+}
+
 /// Splits `op` into products on column pieces of its output (and of its
 /// right operand) narrow enough that no warp keeps more than
 /// kMaxTilesPerWarp tiles; returns the pieces (`op` itself if it is narrow
@@ -176,9 +194,9 @@ SmallVector<linalg::MatmulOp> splitWideProduct(linalg::MatmulOp op,
 /// and refuses arith integer ops on the way.
 class ProductLowering {
 public:
-  ProductLowering(linalg::MatmulOp op, int64_t numWarps)
+  ProductLowering(linalg::MatmulOp op, int64_t numWarps, bool fromZero)
       : op(op), b(op.getLoc(), op), maps(op.getIndexingMapsArray()),
-        numWarps(numWarps) {
+        numWarps(numWarps), fromZero(fromZero) {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     rows = ranges[0];
     cols = ranges[1];
@@ -260,10 +278,23 @@ private:
   linalg::MatmulOp op;
   ImplicitLocOpBuilder b;
   SmallVector<AffineMap> maps;
+  /// A tile's 16 x 8 accumulator at (m0, n): read from the output, or
+  /// zeros if the product starts from zero.
+  Value initialAccumulator(Value m0, Value n);
+
   int64_t numWarps, rows, cols, depth, tileCols, colTiles, numTiles;
+  bool fromZero;
   Value lhs, rhs, out;
   bool staged[2];
 };
+
+Value ProductLowering::initialAccumulator(Value m0, Value n) {
+  if (!fromZero)
+    return readWindow(b, out, window(maps[2], {m0, n, index(0)}, kMmaShape));
+  auto type = VectorType::get({kMmaM, kMmaN}, b.getF32Type());
+  return arith::ConstantOp::create(
+      b, SplatElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
+}
 
 SmallVector<Value> ProductLowering::step(Value lhsTile, Value rhsTile, Value m0,
                                          ArrayRef<Value> columns, Value k,
@@ -300,8 +331,7 @@ Operation *ProductLowering::lowerInPlace() {
   auto [m0, columns] = tileOrigin(tileExpr, round, warp);
   SmallVector<Value> accumulators;
   for (Value n : columns)
-    accumulators.push_back(
-        readWindow(b, out, window(maps[2], {m0, n, zero}, kMmaShape)));
+    accumulators.push_back(initialAccumulator(m0, n));
   auto steps =
       scf::ForOp::create(b, zero, index(depth), index(kMmaK), accumulators);
   {
@@ -365,8 +395,7 @@ Operation *ProductLowering::lowerStaged(Value stage) {
     tiles.push_back(
         tileOrigin(b.getAffineSymbolExpr(0) + round * numWarps, {}, warp));
     for (Value n : tiles.back().second)
-      accumulators.push_back(readWindow(
-          b, out, window(maps[2], {tiles.back().first, n, zero}, kMmaShape)));
+      accumulators.push_back(initialAccumulator(tiles.back().first, n));
   }
   // Views of the stage: the staged operands' windows in their own layouts.
   SmallVector<Value> views(2);
@@ -577,9 +606,15 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
         fitting.push_back(op);
     });
     SmallVector<ProductLowering> products;
-    for (linalg::MatmulOp op : fitting)
+    for (linalg::MatmulOp op : fitting) {
+      bool fromZero = false;
+      if (linalg::FillOp fill = zeroFillBefore(op)) {
+        fill.erase();
+        fromZero = true;
+      }
       for (linalg::MatmulOp piece : splitWideProduct(op, numWarps))
-        products.emplace_back(piece, numWarps);
+        products.emplace_back(piece, numWarps, fromZero);
+    }
     if (products.empty())
       return success();
     // One stage per kernel, as large as its largest staged product needs:

@@ -9,9 +9,9 @@
 // CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]]
 // CHECK-DAG: %[[YR:.*]] = memref.collapse_shape %[[Y]] {{\[\[}}0, 1], [2]]
 // CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) in (%{{.*}}, 3)
+// CHECK: %[[YB:.*]] = memref.subview %[[YR]][%{{.*}}, %{{.*}}] [64, 32] [1, 1]
 // CHECK: %[[WB:.*]] = memref.subview %[[W]][%{{.*}}, %{{.*}}] [32, 256] [1, 1]
 // CHECK: %[[XB:.*]] = memref.subview %[[XR]][%{{.*}}, %{{.*}}] [64, 256] [1, 1]
-// CHECK: %[[YB:.*]] = memref.subview %[[YR]][%{{.*}}, %{{.*}}] [64, 32] [1, 1]
 // CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[XB]], %[[WB]] : {{.*}}) outs(%[[YB]] : {{.*}})
 // CHECK: } {fwp.kernel = "dense_rows", mapping = [#gpu.block<x>, #gpu.block<y>]}
 // CHECK: scf.forall
@@ -122,8 +122,9 @@ func.func @inside_kernel(%x: memref<?x32xf32>, %w: memref<16x32xf32>,
 // -----
 
 // The gate: the zeros its logits start from and the sigmoid after them move
-// into each tile (fill, product, map), so neither is a pass of its own.
-// The 4 outputs make tiles 4 wide.
+// into each tile (fill, product, map, all on the product's view of the
+// output), so neither is a pass of its own. The 4 outputs make tiles 4
+// wide.
 // CHECK-LABEL: func @gate
 // CHECK-SAME: (%[[X:.*]]: memref<?x32xf32>, %[[W:.*]]: memref<4x32xf32>, %[[Z:.*]]: memref<?x4xf32>)
 // CHECK-NOT: linalg
@@ -131,9 +132,8 @@ func.func @inside_kernel(%x: memref<?x32xf32>, %w: memref<16x32xf32>,
 // CHECK: scf.forall
 // CHECK: %[[T:.*]] = memref.subview %[[ZR]][%{{.*}}, %{{.*}}] [64, 4] [1, 1]
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[T]] :
-// CHECK: linalg.matmul
-// CHECK: %[[T2:.*]] = memref.subview %[[ZR]][%{{.*}}, %{{.*}}] [64, 4] [1, 1]
-// CHECK: linalg.generic {{.*}} outs(%[[T2]] :
+// CHECK: linalg.matmul {{.*}} outs(%[[T]] :
+// CHECK: linalg.generic {{.*}} outs(%[[T]] :
 // CHECK: math.exp
 // CHECK: fwp.kernel = "dense_rows"
 // CHECK: linalg.fill

@@ -130,6 +130,32 @@ func.func @local_rhs(%w: !w, %u: !u) {
 
 // -----
 
+// A product right after a fill of its output with zeros (TileBuilder's
+// product without accumulating) starts its accumulators as zeros in
+// registers: the fill goes, and the output is only written.
+// CHECK-LABEL: func @from_zero
+// CHECK-NOT: linalg.fill
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<2x2xf32>
+// CHECK: scf.forall
+// CHECK-NOT: vector.load %arg2
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c128{{.*}} step %c32{{.*}} iter_args(%{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]])
+// CHECK: nvgpu.mma.sync
+// CHECK: vector.store %{{.*}}, %arg2
+!q = memref<64x128xf32, strided<[128, 1], offset: ?>>
+!kt = memref<128x32xf32, strided<[32, 1], offset: ?>>
+!p = memref<64x32xf32, strided<[32, 1], offset: ?>>
+func.func @from_zero(%q: !q, %kt: !kt, %p: !p) {
+  %n = arith.constant 3 : index
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%i) in (%n) {
+    linalg.fill ins(%zero : f32) outs(%p : !p)
+    linalg.matmul ins(%q, %kt : !q, !kt) outs(%p : !p)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
 // 48 x 8 output: 3 warp tiles for 4 warps, so the last warp is idle (the
 // guard), and the operands are read where they are (no stage).
 // CHECK-LABEL: func @guarded
