@@ -88,11 +88,27 @@ public:
         b, mlir::arith::CmpFPredicate::OGT, x, real(0.0));
     return select(positive, x, real(0.0));
   }
+  /// memref[indices], a float of 16-bit storage extended to the element
+  /// type.
   Value load(Value memref, ValueRange indices) {
-    return mlir::memref::LoadOp::create(b, memref, indices);
+    Value x = mlir::memref::LoadOp::create(b, memref, indices);
+    return isNarrowerFloat(x.getType())
+               ? mlir::arith::ExtFOp::create(b, elementType, x).getResult()
+               : x;
   }
+  /// memref[indices] = value, rounded to nearest even into 16-bit storage.
   void store(Value value, Value memref, ValueRange indices) {
+    Type stored =
+        mlir::cast<mlir::MemRefType>(memref.getType()).getElementType();
+    if (isNarrowerFloat(stored) && value.getType() == elementType)
+      value = mlir::arith::TruncFOp::create(b, stored, value);
     mlir::memref::StoreOp::create(b, value, memref, indices);
+  }
+  /// Whether `type` is a float narrower than the element type.
+  bool isNarrowerFloat(Type type) const {
+    return mlir::isa<mlir::FloatType>(type) &&
+           mlir::isa<mlir::FloatType>(elementType) &&
+           type.getIntOrFloatBitWidth() < elementType.getIntOrFloatBitWidth();
   }
   Value dim(Value memref, int64_t i) {
     return mlir::memref::DimOp::create(b, memref, i);

@@ -18,7 +18,9 @@ namespace fwp {
 
 ScanKernels::ScanKernels(ImplicitLocOpBuilder &b, const ScanConfig &config,
                          const ScanBuffers &buffers)
-    : e(b, cast<MemRefType>(buffers.v.getType()).getElementType()),
+    // The workspace's element type: the inputs and outputs may be 16-bit
+    // storage, which the loads extend and the stores round.
+    : e(b, cast<MemRefType>(buffers.u.getType()).getElementType()),
       tiles(b, e.elementType), config(config), buf(buffers) {}
 
 Value ScanKernels::numChunks(Value seqLen) {

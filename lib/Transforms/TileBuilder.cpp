@@ -13,6 +13,16 @@ constexpr auto kFlags =
     arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 } // namespace
 
+Value convertFloat(OpBuilder &b, Location loc, Value x, Type to) {
+  unsigned from = x.getType().getIntOrFloatBitWidth(),
+           width = to.getIntOrFloatBitWidth();
+  if (from < width)
+    return arith::ExtFOp::create(b, loc, to, x);
+  if (from > width)
+    return arith::TruncFOp::create(b, loc, to, x);
+  return x;
+}
+
 int64_t TileBuilder::rank(Value tile) const {
   return cast<MemRefType>(tile.getType()).getRank();
 }
@@ -331,11 +341,13 @@ void TileBuilder::subtractScaled(Value row, Value scale, Value delta) {
 
 void TileBuilder::copy(Value in, Value out) {
   int64_t r = rank(out);
-  linalg::GenericOp::create(b, ValueRange{in}, ValueRange{out},
-                            {identityMap(r), identityMap(r)}, parallel(r),
-                            [&](OpBuilder &nb, Location loc, ValueRange args) {
-                              linalg::YieldOp::create(nb, loc, args[0]);
-                            });
+  Type outType = cast<MemRefType>(out.getType()).getElementType();
+  linalg::GenericOp::create(
+      b, ValueRange{in}, ValueRange{out}, {identityMap(r), identityMap(r)},
+      parallel(r), [&](OpBuilder &nb, Location loc, ValueRange args) {
+        linalg::YieldOp::create(nb, loc,
+                                convertFloat(nb, loc, args[0], outType));
+      });
 }
 
 void TileBuilder::relu(Value in, Value out, bool negated) {
@@ -343,7 +355,7 @@ void TileBuilder::relu(Value in, Value out, bool negated) {
   linalg::GenericOp::create(
       b, ValueRange{in}, ValueRange{out}, {identityMap(r), identityMap(r)},
       parallel(r), [&](OpBuilder &nb, Location loc, ValueRange args) {
-        Value x = args[0];
+        Value x = convertFloat(nb, loc, args[0], elementType);
         if (negated)
           x = arith::NegFOp::create(nb, loc, x, kFlags);
         // As the masked loads do: a select, so that -0 and NaN give +0.

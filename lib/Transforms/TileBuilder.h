@@ -36,6 +36,11 @@ enum class Transposed { None, Lhs, Rhs };
 /// first i + 1 column blocks; a causal mask zeroes the rest).
 enum class Triangular { Lhs, Result };
 
+/// x (a float) in the float type `to`: extended, rounded to nearest even,
+/// or as it is. 16-bit storage is read and written through it.
+mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                         mlir::Type to);
+
 class TileBuilder {
 public:
   TileBuilder(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType)
@@ -130,11 +135,11 @@ public:
   /// row = row - scale * delta, for 1-row tiles row and delta and a scalar.
   void subtractScaled(mlir::Value row, mlir::Value scale, mlir::Value delta);
 
-  /// out = in.
+  /// out = in, converted to out's element type (16-bit storage).
   void copy(mlir::Value in, mlir::Value out);
 
   /// out = max(in, 0), or max(-in, 0) if `negated`: DPFP's x = relu([k, -k])
-  /// in two halves.
+  /// in two halves (`in` may be 16-bit storage).
   void relu(mlir::Value in, mlir::Value out, bool negated);
 
   /// out = in^T (2-D): a product's transposed operand laid out once, so

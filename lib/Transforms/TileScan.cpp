@@ -13,6 +13,7 @@
 
 #include "fwp/Transforms/Passes.h"
 
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace fwp {
@@ -92,10 +93,11 @@ public:
       : b(b), e(b, elementType), config(config), elementType(elementType),
         seqLen(seqLen), batch(batch), heads(heads) {}
 
-  /// [T, B, H, width] with the static sizes of `type` where it has them.
-  Value perStep(TensorType type, int64_t width) {
+  /// [T, B, H, width] with the static sizes of `type` where it has them,
+  /// of `element` (default: the scan's element type).
+  Value perStep(TensorType type, int64_t width, Type element = nullptr) {
     return allocate(b, type.getShape(), {seqLen, batch, heads, e.index(width)},
-                    elementType);
+                    element ? element : elementType);
   }
   /// [B, H, d_v, D], static sizes from `type` if given.
   Value state(TensorType type = nullptr) {
@@ -215,14 +217,122 @@ Value toTensor(ImplicitLocOpBuilder &b, Type type, Value memref) {
                                            /*writable=*/true);
 }
 
+/// Whether `generic` is an elementwise cast of one tensor by `CastOp`, as
+/// fwp-widen-storage writes them: identity maps, the cast of the input as
+/// the whole body.
+template <typename CastOp> bool isElementwiseCast(linalg::GenericOp generic) {
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || !generic.hasPureTensorSemantics() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  auto cast = dyn_cast<CastOp>(body.front());
+  return body.getOperations().size() == 2 && cast &&
+         cast->getOperand(0) == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == cast->getResult(0);
+}
+
+/// fwp-widen-storage runs a scan on 16-bit tensors in float32 between
+/// elementwise casts: its operands extended (arith.extf), its results
+/// rounded back (arith.truncf), each a pass over memory (on the GPU a
+/// kernel) of its own. The scan's kernels take those casts into their loads
+/// and stores instead (Emitter::load/store, TileBuilder::copy and relu
+/// convert): they read the 16-bit operands and write the 16-bit results.
+/// The states stay float32 (the running state and its gradient are updated
+/// in place).
+class StorageCasts {
+public:
+  explicit StorageCasts(ImplicitLocOpBuilder &b) : b(b) {}
+
+  /// The buffer the kernels read `operand` from: that of the 16-bit tensor
+  /// it was extended from, or its own.
+  Value input(Value operand) {
+    if (!operand)
+      return nullptr;
+    auto widening = operand.getDefiningOp<linalg::GenericOp>();
+    if (!isElementwiseCast<arith::ExtFOp>(widening))
+      return toBuffer(b, operand);
+    widenings.insert(widening);
+    return toBuffer(b, widening.getDpsInputs()[0]);
+  }
+
+  /// The element type of the buffer the kernels write `result` to: the
+  /// 16-bit type it is rounded to if that rounding is its only use.
+  Type resultElement(Value result) {
+    auto rounding = roundingOf(result);
+    return rounding ? getElementTypeOrSelf(rounding.getResult(0).getType())
+                    : getElementTypeOrSelf(result.getType());
+  }
+
+  /// Gives `result`'s users the tensor of `buffer`: if the buffer is of
+  /// the 16-bit type (resultElement), the rounding's users, the rounding
+  /// then gone; else the result's own.
+  void output(Value result, Value buffer) {
+    if (!result)
+      return;
+    auto rounding = roundingOf(result);
+    if (rounding && getElementTypeOrSelf(buffer.getType()) ==
+                        getElementTypeOrSelf(rounding.getResult(0).getType())) {
+      Value narrow = rounding.getResult(0);
+      Value tensor = toTensor(b, narrow.getType(), buffer);
+      narrow.replaceAllUsesWith(tensor);
+      Operation *init = rounding.getDpsInits()[0].getDefiningOp();
+      rounding.erase();
+      if (init && init->use_empty() && isa<tensor::EmptyOp>(init))
+        init->erase();
+      // The sizes are the stored tensor's.
+      for (OpOperand &use : llvm::make_early_inc_range(result.getUses()))
+        use.set(tensor);
+      return;
+    }
+    result.replaceAllUsesWith(toTensor(b, result.getType(), buffer));
+  }
+
+  /// Erases the extensions nothing reads any more (the scan was their
+  /// user), and their empty inits.
+  void eraseUnusedWidenings() {
+    for (linalg::GenericOp widening : widenings) {
+      if (!widening->use_empty())
+        continue;
+      Operation *init = widening.getDpsInits()[0].getDefiningOp();
+      widening.erase();
+      if (init && init->use_empty() && isa<tensor::EmptyOp>(init))
+        init->erase();
+    }
+  }
+
+private:
+  /// The rounding of `result` to 16 bits, if that is its only use besides
+  /// its sizes (tensor.dim, which the rounding's init takes).
+  static linalg::GenericOp roundingOf(Value result) {
+    if (!result)
+      return nullptr;
+    linalg::GenericOp rounding;
+    for (Operation *user : result.getUsers()) {
+      if (isa<tensor::DimOp>(user))
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(user);
+      if (rounding || !isElementwiseCast<arith::TruncFOp>(generic) ||
+          generic.getDpsInputs()[0] != result)
+        return nullptr;
+      rounding = generic;
+    }
+    return rounding;
+  }
+
+  ImplicitLocOpBuilder &b;
+  llvm::SetVector<linalg::GenericOp> widenings;
+};
+
 /// Inputs shared by fwp.scan and fwp.scan_grad.
 template <typename ScanLikeOp>
-void readInputs(ImplicitLocOpBuilder &b, ScanLikeOp op, ScanBuffers &buf) {
-  buf.q = toBuffer(b, op.getQ());
-  buf.k = toBuffer(b, op.getK());
-  buf.v = toBuffer(b, op.getV());
-  buf.beta = toBuffer(b, op.getBeta());
-  buf.initial = toBuffer(b, op.getInitial());
+void readInputs(StorageCasts &casts, ScanLikeOp op, ScanBuffers &buf) {
+  buf.q = casts.input(op.getQ());
+  buf.k = casts.input(op.getK());
+  buf.v = casts.input(op.getV());
+  buf.beta = casts.input(op.getBeta());
+  buf.initial = casts.input(op.getInitial());
 }
 
 LogicalResult lowerScan(ScanOp op, const TileOptions &options) {
@@ -230,25 +340,26 @@ LogicalResult lowerScan(ScanOp op, const TileOptions &options) {
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
+  StorageCasts casts(b);
   ScanBuffers buf;
-  readInputs(b, op, buf);
+  readInputs(casts, op, buf);
   Type elementType = op.getV().getType().getElementType();
   Value seqLen = memref::DimOp::create(b, buf.v, 0),
         batch = memref::DimOp::create(b, buf.v, 1),
         heads = memref::DimOp::create(b, buf.v, 2);
   ScanAllocator alloc(b, *config, elementType, seqLen, batch, heads);
-  buf.y = alloc.perStep(op.getY().getType(), config->dValue);
+  buf.y = alloc.perStep(op.getY().getType(), config->dValue,
+                        casts.resultElement(op.getY()));
   buf.state = alloc.state(op.getFinalState() ? op.getFinalState().getType()
                                              : TensorType());
   allocateForwardWorkspace(alloc, *config, buf, /*forBackward=*/false);
 
   ScanKernels(b, *config, buf).emitForward(seqLen, batch, heads);
 
-  SmallVector<Value> results = {toTensor(b, op.getY().getType(), buf.y)};
-  if (op.getFinalState())
-    results.push_back(toTensor(b, op.getFinalState().getType(), buf.state));
-  op->replaceAllUsesWith(results);
+  casts.output(op.getY(), buf.y);
+  casts.output(op.getFinalState(), buf.state);
   op->erase();
+  casts.eraseUnusedWidenings();
   return success();
 }
 
@@ -257,10 +368,11 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   if (failed(config))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
+  StorageCasts casts(b);
   ScanBuffers buf;
-  readInputs(b, op, buf);
-  buf.dy = toBuffer(b, op.getDy());
-  buf.dFinal = toBuffer(b, op.getDFinalState());
+  readInputs(casts, op, buf);
+  buf.dy = casts.input(op.getDy());
+  buf.dFinal = casts.input(op.getDFinalState());
   Type elementType = op.getV().getType().getElementType();
   Value seqLen = memref::DimOp::create(b, buf.v, 0),
         batch = memref::DimOp::create(b, buf.v, 1),
@@ -270,13 +382,17 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   allocateForwardWorkspace(alloc, *config, buf, /*forBackward=*/true);
   // The forward's outputs, where asked for: the forward runs anyway.
   if (op.getY()) {
-    buf.y = alloc.perStep(op.getY().getType(), config->dValue);
+    buf.y = alloc.perStep(op.getY().getType(), config->dValue,
+                          casts.resultElement(op.getY()));
     buf.yw = alloc.workspace(config->dValue);
   }
 
-  buf.dq = alloc.perStep(op.getDq().getType(), config->dInput);
-  buf.dk = alloc.perStep(op.getDk().getType(), config->dInput);
-  buf.dv = alloc.perStep(op.getDv().getType(), config->dValue);
+  buf.dq = alloc.perStep(op.getDq().getType(), config->dInput,
+                         casts.resultElement(op.getDq()));
+  buf.dk = alloc.perStep(op.getDk().getType(), config->dInput,
+                         casts.resultElement(op.getDk()));
+  buf.dv = alloc.perStep(op.getDv().getType(), config->dValue,
+                         casts.resultElement(op.getDv()));
   buf.dState =
       alloc.state(op.getDInitial() ? op.getDInitial().getType() : TensorType());
   buf.dyw = alloc.workspace(config->dValue);
@@ -296,8 +412,8 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   }
   if (config->isDelta()) {
     auto betaType = op.getDbeta().getType();
-    buf.dbeta =
-        allocate(b, betaType.getShape(), {seqLen, batch, heads}, elementType);
+    buf.dbeta = allocate(b, betaType.getShape(), {seqLen, batch, heads},
+                         casts.resultElement(op.getDbeta()));
     if (!config->localStateGrad())
       buf.dsWritten = alloc.state();
     buf.dbw = alloc.workspaceColumn();
@@ -314,17 +430,14 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   kernels.emitForward(seqLen, batch, heads);
   kernels.emitBackward(seqLen, batch, heads);
 
-  SmallVector<Value> results = {toTensor(b, op.getDq().getType(), buf.dq),
-                                toTensor(b, op.getDk().getType(), buf.dk),
-                                toTensor(b, op.getDv().getType(), buf.dv)};
-  if (op.getDbeta())
-    results.push_back(toTensor(b, op.getDbeta().getType(), buf.dbeta));
-  if (op.getDInitial())
-    results.push_back(toTensor(b, op.getDInitial().getType(), buf.dState));
-  if (op.getY())
-    results.push_back(toTensor(b, op.getY().getType(), buf.y));
-  op->replaceAllUsesWith(results);
+  casts.output(op.getDq(), buf.dq);
+  casts.output(op.getDk(), buf.dk);
+  casts.output(op.getDv(), buf.dv);
+  casts.output(op.getDbeta(), buf.dbeta);
+  casts.output(op.getDInitial(), buf.dState);
+  casts.output(op.getY(), buf.y);
   op->erase();
+  casts.eraseUnusedWidenings();
   return success();
 }
 

@@ -268,3 +268,58 @@ func.func @sum_grad_with_outputs(%q: tensor<?x1x2x4xf32>,
          y(tensor<?x1x2x8xf32>)
   return %dq, %y : tensor<?x1x2x4xf32>, tensor<?x1x2x8xf32>
 }
+
+// -----
+
+// 16-bit storage: the casts fwp-widen-storage puts around a scan (its
+// operands extended, its result rounded) go into the kernels, which read
+// the bf16 operands (loads extend) and write y in bf16 (stores round): no
+// float32 copy of an operand or of y is made, and the casts are gone.
+// CHECK-LABEL: func @bf16_storage
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x1x2x4xbf16>, %[[V:.*]]: tensor<?x1x2x4xbf16>)
+// CHECK: %[[QB:.*]] = bufferization.to_buffer %[[Q]] read_only : tensor<?x1x2x4xbf16> to memref<?x1x2x4xbf16>
+// CHECK: %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x1x2x4xbf16>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<16x4xbf16{{.*}}) outs(%{{.*}} : memref<16x4xf32
+// CHECK: arith.extf
+// CHECK: } {fwp.kernel = "scan_prepare"
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : memref<16x4xf32{{.*}}) outs(%{{.*}} : memref<16x4xbf16
+// CHECK: arith.truncf
+// CHECK: } {fwp.kernel = "scan_state"
+// CHECK: %[[YT:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<?x1x2x4xbf16> to tensor<?x1x2x4xbf16>
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[YT]]
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @bf16_storage(%q: tensor<?x1x2x4xbf16>, %v: tensor<?x1x2x4xbf16>)
+    -> tensor<?x1x2x4xbf16> {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %q, %c0 : tensor<?x1x2x4xbf16>
+  %qe = tensor.empty(%t) : tensor<?x1x2x4xf32>
+  %qw = linalg.generic {indexing_maps = [#id4, #id4],
+                        iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%q : tensor<?x1x2x4xbf16>) outs(%qe : tensor<?x1x2x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %x = arith.extf %in : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<?x1x2x4xf32>
+  %ve = tensor.empty(%t) : tensor<?x1x2x4xf32>
+  %vw = linalg.generic {indexing_maps = [#id4, #id4],
+                        iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%v : tensor<?x1x2x4xbf16>) outs(%ve : tensor<?x1x2x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %x = arith.extf %in : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<?x1x2x4xf32>
+  %y = fwp.scan sum %qw, %qw, %vw
+      : tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>, tensor<?x1x2x4xf32>
+      -> tensor<?x1x2x4xf32>
+  %n = tensor.dim %y, %c0 : tensor<?x1x2x4xf32>
+  %ye = tensor.empty(%n) : tensor<?x1x2x4xbf16>
+  %yn = linalg.generic {indexing_maps = [#id4, #id4],
+                        iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%y : tensor<?x1x2x4xf32>) outs(%ye : tensor<?x1x2x4xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %x = arith.truncf %in : f32 to bf16
+    linalg.yield %x : bf16
+  } -> tensor<?x1x2x4xbf16>
+  return %yn : tensor<?x1x2x4xbf16>
+}
