@@ -139,8 +139,10 @@ linalg::FillOp zeroFillBefore(linalg::MatmulOp op) {
   while (before && isMemoryEffectFree(before))
     before = before->getPrevNode();
   auto fill = dyn_cast_or_null<linalg::FillOp>(before);
+  // (An operand that is the output itself would read the zeros.)
   if (!fill || !fill.hasPureBufferSemantics() ||
       fill.getDpsInits()[0] != op.getDpsInits()[0] ||
+      llvm::is_contained(op.getDpsInputs(), op.getDpsInits()[0]) ||
       !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
     return nullptr;
   return fill;
