@@ -32,11 +32,18 @@ SANITIZE_BUILD ?= build-sanitize
 SANITIZE_ENV = ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=1 \
                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 SANITIZE_OPENMP = cpu/|CpuScanGrad|CApi|FastWeights|GpuBundle|RuntimeOnly|FwpRun|DiskCache|lit/|python/
+# A disk cache of its own, emptied first: the sanitized compiler has the
+# same build id as the plain one, and kernels the plain build cached would
+# otherwise be loaded instead of compiled under the sanitizers.
+SANITIZE_CACHE = $(abspath $(SANITIZE_BUILD))/kernel-cache
 sanitize: deps
 	cmake -G Ninja -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFWP_SANITIZE=ON
 	$(SANITIZE_ENV) cmake --build $(SANITIZE_BUILD) -j $(JOBS)
-	$(SANITIZE_ENV) scripts/run-tests.sh $(SANITIZE_BUILD) $(JOBS) -E "$(SANITIZE_OPENMP)"
-	ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=1:detect_leaks=0 \
+	rm -rf $(SANITIZE_CACHE)
+	FWP_CACHE_DIR=$(SANITIZE_CACHE) $(SANITIZE_ENV) \
+	  scripts/run-tests.sh $(SANITIZE_BUILD) $(JOBS) -E "$(SANITIZE_OPENMP)"
+	FWP_CACHE_DIR=$(SANITIZE_CACHE) \
+	  ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=1:detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 OMP_NUM_THREADS=2 \
 	  scripts/run-tests.sh $(SANITIZE_BUILD) $(JOBS) -R "$(SANITIZE_OPENMP)"
 

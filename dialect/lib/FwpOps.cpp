@@ -173,6 +173,18 @@ LogicalResult GateOp::verify() {
 // ScanOp
 //===----------------------------------------------------------------------===//
 
+/// The dimension names of a scan's per-step tensor whose last dimension is
+/// `last` (none for beta): [T, B, H, last], or [B, T, H, last] batch first.
+template <typename ScanLikeOp>
+static SmallVector<StringRef> stepLayout(ScanLikeOp op, StringRef last = "") {
+  SmallVector<StringRef> names = {"seq_len", "batch", "heads"};
+  if (op.getBatchFirst())
+    std::swap(names[0], names[1]);
+  if (!last.empty())
+    names.push_back(last);
+  return names;
+}
+
 /// The operands a scan and its gradient share: rule and beta, DPFP
 /// attributes, q, k, v, beta and the initial state.
 template <typename ScanLikeOp>
@@ -184,10 +196,10 @@ static LogicalResult verifyScanOperands(ScanLikeOp op, LayoutChecker &layout) {
   if (op.getDpfpNu().has_value() != op.getDpfpEps().has_value())
     return op.emitOpError() << "'dpfp_nu' and 'dpfp_eps' go together";
 
-  const StringRef perStep[] = {"seq_len", "batch", "heads", "d_v"};
+  SmallVector<StringRef> perStep = stepLayout(op, "d_v");
   if (op.getDpfpNu()) {
     // Fused DPFP: q and k are raw d_k-wide vectors; the state is D wide.
-    const StringRef raw[] = {"seq_len", "batch", "heads", "d_k"};
+    SmallVector<StringRef> raw = stepLayout(op, "d_k");
     if (failed(layout.check("q", op.getQ(), raw)) ||
         failed(layout.check("k", op.getK(), raw)))
       return failure();
@@ -198,7 +210,7 @@ static LogicalResult verifyScanOperands(ScanLikeOp op, LayoutChecker &layout) {
         (dKey && failed(layout.bind("D", 2 * *dKey * nu, "q with DPFP", 3))))
       return failure();
   } else {
-    const StringRef features[] = {"seq_len", "batch", "heads", "D"};
+    SmallVector<StringRef> features = stepLayout(op, "D");
     if (failed(layout.check("q", op.getQ(), features)) ||
         failed(layout.check("k", op.getK(), features)))
       return failure();
@@ -206,7 +218,7 @@ static LogicalResult verifyScanOperands(ScanLikeOp op, LayoutChecker &layout) {
   if (failed(layout.check("v", op.getV(), perStep)))
     return failure();
   if (op.getBeta() &&
-      failed(layout.check("beta", op.getBeta(), {"seq_len", "batch", "heads"})))
+      failed(layout.check("beta", op.getBeta(), stepLayout(op))))
     return failure();
   if (op.getInitial() && failed(layout.check("initial", op.getInitial(),
                                              {"batch", "heads", "d_v", "D"})))
@@ -228,7 +240,7 @@ static LogicalResult checkGradientType(Operation *op, StringRef name,
 LogicalResult ScanOp::verify() {
   LayoutChecker layout(getOperation());
   if (failed(verifyScanOperands(*this, layout)) ||
-      failed(layout.check("y", getY(), {"seq_len", "batch", "heads", "d_v"})))
+      failed(layout.check("y", getY(), stepLayout(*this, "d_v"))))
     return failure();
   if (getFinalState() && failed(layout.check("final_state", getFinalState(),
                                              {"batch", "heads", "d_v", "D"})))
@@ -243,7 +255,7 @@ LogicalResult ScanOp::verify() {
 LogicalResult ScanGradOp::verify() {
   LayoutChecker layout(getOperation());
   if (failed(verifyScanOperands(*this, layout)) ||
-      failed(layout.check("dy", getDy(), {"seq_len", "batch", "heads", "d_v"})))
+      failed(layout.check("dy", getDy(), stepLayout(*this, "d_v"))))
     return failure();
   if (getDFinalState() && failed(layout.check("d_final_state", getDFinalState(),
                                               {"batch", "heads", "d_v", "D"})))
@@ -260,8 +272,7 @@ LogicalResult ScanGradOp::verify() {
   if (getDInitial() && failed(layout.check("d_initial", getDInitial(),
                                            {"batch", "heads", "d_v", "D"})))
     return failure();
-  if (getY() &&
-      failed(layout.check("y", getY(), {"seq_len", "batch", "heads", "d_v"})))
+  if (getY() && failed(layout.check("y", getY(), stepLayout(*this, "d_v"))))
     return failure();
   return success();
 }

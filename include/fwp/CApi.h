@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 /* The version of this interface; bindings check it before anything else. */
-#define FWP_CAPI_VERSION 2
+#define FWP_CAPI_VERSION 3
 FWP_CAPI int fwp_capi_version(void);
 
 /* The message of the last failure on this thread ("" if none). Valid until
@@ -124,16 +124,17 @@ FWP_CAPI int fwp_attention_backward_cuda(
 
 /* The bare fast-weight scan (fwp/JIT/Scan.h), backend "cpu" or "cuda": q, k,
  * dq, dk [T, B, H, d_input]; v, y, dy, dv [T, B, H, d_value]; beta, dbeta [T,
- * B, H] (delta rule only, NULL for the sum rule); states [B, H, d_value, D]
- * with D = 2 d_input nu if nu > 0 (DPFP fused: q and k are the raw vectors),
- * else D = d_input. A NULL initial state (or gradient of the final state) is
- * zero. Compiled on first use, once per process. */
+ * B, H] (delta rule only, NULL for the sum rule), with layout "steps_first",
+ * or [B, T, H, *] and [B, T, H] (fla's) with "batch_first"; states [B, H,
+ * d_value, D] with D = 2 d_input nu if nu > 0 (DPFP fused: q and k are the
+ * raw vectors), else D = d_input. A NULL initial state (or gradient of the
+ * final state) is zero. Compiled on first use, once per process. */
 typedef struct fwp_scan fwp_scan;
 
 FWP_CAPI fwp_scan *fwp_scan_create(const char *backend, const char *dtype,
-                                   const char *rule, int64_t d_input,
-                                   int64_t d_value, int64_t nu, double eps,
-                                   int64_t chunk_size);
+                                   const char *rule, const char *layout,
+                                   int64_t d_input, int64_t d_value, int64_t nu,
+                                   double eps, int64_t chunk_size);
 FWP_CAPI void fwp_scan_destroy(fwp_scan *scan);
 FWP_CAPI const char *fwp_scan_describe(const fwp_scan *scan);
 

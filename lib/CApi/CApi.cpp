@@ -76,6 +76,17 @@ fwp::jit::Rule parseRule(const char *name) {
                               ", expected 'delta' or 'sum'");
 }
 
+/// Whether per-step tensors are batch first, from "steps_first" or
+/// "batch_first".
+bool parseBatchFirst(const char *layout) {
+  if (layout && !std::strcmp(layout, "steps_first"))
+    return false;
+  if (layout && !std::strcmp(layout, "batch_first"))
+    return true;
+  throw std::invalid_argument("layout " + quoted(layout) +
+                              ", expected 'steps_first' or 'batch_first'");
+}
+
 /// The runtime's form of a C call description; `call` may be NULL (the
 /// default stream, cuMemAlloc).
 fwp::rt::DeviceCall deviceCall(const fwp_cuda_call *call) {
@@ -222,14 +233,16 @@ int fwp_attention_backward_cuda(const fwp_attention *attention,
 }
 
 fwp_scan *fwp_scan_create(const char *backend, const char *dtype,
-                          const char *rule, int64_t d_input, int64_t d_value,
-                          int64_t nu, double eps, int64_t chunk_size) {
+                          const char *rule, const char *layout, int64_t d_input,
+                          int64_t d_value, int64_t nu, double eps,
+                          int64_t chunk_size) {
   std::unique_ptr<fwp_scan> scan;
   int status = guarded("fwp_scan_create", [&] {
     fwp::jit::ScanDesc desc;
     desc.backend = parseBackend(backend);
     desc.dtype = parseDType(dtype);
     desc.rule = parseRule(rule);
+    desc.batchFirst = parseBatchFirst(layout);
     desc.dInput = d_input;
     desc.dValue = d_value;
     desc.nu = nu;

@@ -61,11 +61,11 @@ public:
       state(initial);
   }
   void steps(const void *data, int64_t width) {
-    list.push_back({data, {seqLen, batch, heads, width}});
+    std::vector<int64_t> sizes = stepSizes();
+    sizes.push_back(width);
+    list.push_back({data, sizes});
   }
-  void gates(const void *data) {
-    list.push_back({data, {seqLen, batch, heads}});
-  }
+  void gates(const void *data) { list.push_back({data, stepSizes()}); }
   void state(const void *data) {
     list.push_back({data, {batch, heads, desc.dValue, desc.dFeature()}});
   }
@@ -96,6 +96,13 @@ public:
   }
 
 private:
+  /// [T, B, H], or [B, T, H] batch first.
+  std::vector<int64_t> stepSizes() const {
+    if (desc.batchFirst)
+      return {batch, seqLen, heads};
+    return {seqLen, batch, heads};
+  }
+
   const ScanDesc &desc;
   int64_t seqLen, batch, heads;
   std::vector<rt::HostBuffer> list;
@@ -350,7 +357,7 @@ std::string ScanDesc::str() const {
   if (nu > 0)
     out << " eps=" << roundTrip(eps);
   out << " chunk=" << chunkSize << (initial ? " initial" : "")
-      << (dFinalState ? " d_final" : "")
+      << (dFinalState ? " d_final" : "") << (batchFirst ? " batch_first" : "")
       << (chip.empty() ? "" : " chip=" + chip);
   return out.str();
 }

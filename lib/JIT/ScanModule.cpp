@@ -66,7 +66,7 @@ void buildScanModule(ModuleOp module, const ScanDesc &desc, bool forward,
                          (void)next;
                          auto scan = fwp::ScanOp::create(
                              b, loc, values, state, rule, a[0], a[1], a[2],
-                             betaValue, initial, nu, eps);
+                             betaValue, initial, nu, eps, desc.batchFirst);
                          return {scan.getY(), scan.getFinalState()};
                        });
 
@@ -88,7 +88,7 @@ void buildScanModule(ModuleOp module, const ScanDesc &desc, bool forward,
                              b, loc, in, in, values,
                              delta ? Type(beta) : Type(), state, /*y=*/Type(),
                              rule, a[0], a[1], a[2], betaValue, initial, dy,
-                             dFinal, nu, eps);
+                             dFinal, nu, eps, desc.batchFirst);
                          return SmallVector<Value>(grad->getResults());
                        });
 }

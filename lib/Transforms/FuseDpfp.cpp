@@ -46,7 +46,8 @@ struct FuseDpfpIntoScan : OpRewritePattern<ScanOp> {
         rewriter, scan.getLoc(), scan.getResultTypes(), scan.getRule(),
         qMap.getInput(), kMap.getInput(), scan.getV(), scan.getBeta(),
         scan.getInitial(), rewriter.getI64IntegerAttr(qMap.getNu()),
-        rewriter.getF64FloatAttr(qMap.getEps().convertToDouble()));
+        rewriter.getF64FloatAttr(qMap.getEps().convertToDouble()),
+        scan.getBatchFirst());
     // Keep discardable attributes; the properties above are the op's own.
     fused->setDiscardableAttrs(scan->getDiscardableAttrDictionary());
     rewriter.replaceOp(scan, fused->getResults());

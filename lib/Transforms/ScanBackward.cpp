@@ -116,13 +116,11 @@ void ScanKernels::emitStepStore(Value tile, Value out, Value b, Value h,
   Value zero = e.index(0);
   ifWholeChunk(
       len,
-      [&] {
-        tiles.copy(tile, tiles.stepTile(out, {t0, b, h, zero}, chunk, cols));
-      },
+      [&] { tiles.copy(tile, stepTile(out, t0, b, h, zero, chunk, cols)); },
       [&] {
         e.parallel({len, e.index(cols)}, [&](ValueRange ri) {
           Value x = memref::LoadOp::create(e.b, tile, ri);
-          e.store(x, out, {e.addIndex(t0, ri[0]), b, h, ri[1]});
+          e.store(x, out, stepIndex(e.addIndex(t0, ri[0]), b, h, ri[1]));
         });
       });
 }
@@ -206,7 +204,7 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
   tiles.addRowDots(dm, rows(buf.gram, chunk), dbeta);
   e.parallel({len}, [&](ValueRange r) {
     Value x = memref::LoadOp::create(e.b, dbeta, r);
-    e.store(x, buf.dbeta, {e.addIndex(t0, r[0]), b, h});
+    e.store(x, buf.dbeta, stepIndex(e.addIndex(t0, r[0]), b, h));
   });
   // dV = diag(b) A^T dU.
   tiles.scaleRows(atdu, beta, atdu);

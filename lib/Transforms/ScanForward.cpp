@@ -23,6 +23,21 @@ ScanKernels::ScanKernels(ImplicitLocOpBuilder &b, const ScanConfig &config,
     : e(b, cast<MemRefType>(buffers.u.getType()).getElementType()),
       tiles(b, e.elementType), config(config), buf(buffers) {}
 
+SmallVector<Value, 4> ScanKernels::stepIndex(Value t, Value b, Value h,
+                                             Value col) {
+  SmallVector<Value, 4> index = {t, b, h};
+  if (config.batchFirst)
+    std::swap(index[0], index[1]);
+  if (col)
+    index.push_back(col);
+  return index;
+}
+
+Value ScanKernels::stepTile(Value buffer, Value t0, Value b, Value h, Value c0,
+                            int64_t rows, int64_t cols) {
+  return tiles.stepTile(buffer, {t0, b, h, c0}, rows, cols, config.batchFirst);
+}
+
 Value ScanKernels::numChunks(Value seqLen) {
   return arith::CeilDivSIOp::create(e.b, seqLen, e.index(config.chunk));
 }
@@ -88,7 +103,8 @@ void ScanKernels::emitFusedForward(Value seqLen, Value batch, Value heads) {
 /// x[j] = relu(concat(k, -k))[j] for the raw vector src[t, b, h, :].
 Value ScanKernels::dpfpInput(Value src, ValueRange row, Value j) {
   Value d = e.index(config.dInput);
-  Value value = e.load(src, {row[0], row[1], row[2], e.remIndex(j, d)});
+  Value value =
+      e.load(src, stepIndex(row[0], row[1], row[2], e.remIndex(j, d)));
   return e.relu(e.select(e.less(j, d), value, e.neg(value)));
 }
 
@@ -110,7 +126,7 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len,
         int64_t chunk = config.chunk, d = config.dInput;
         Value zero = e.index(0);
         for (auto [src, dst] : rows) {
-          Value in = tiles.stepTile(src, {t0, b, h, zero}, chunk, d);
+          Value in = stepTile(src, t0, b, h, zero, chunk, d);
           if (!config.fusedDpfp) {
             tiles.copy(in, tiles.tile(dst, {b, h, w0, zero}, chunk, d));
             continue;
@@ -130,7 +146,7 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len,
                 e.less(rf[0], len),
                 [&, src = src] {
                   return config.fusedDpfp ? dpfpInput(src, {t, b, h}, f)
-                                          : e.load(src, {t, b, h, f});
+                                          : e.load(src, stepIndex(t, b, h, f));
                 },
                 e.real(0.0));
             e.store(value, dst, {b, h, w, f});
@@ -217,7 +233,7 @@ void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
   ifWholeChunk(
       len,
       [&] {
-        tiles.copy(tiles.stepTile(src, {t0, b, h, c0}, chunk, cols),
+        tiles.copy(stepTile(src, t0, b, h, c0, chunk, cols),
                    tiles.tile(dst, {b, h, w0, c0}, chunk, cols));
       },
       [&] {
@@ -225,9 +241,7 @@ void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
           Value t = e.addIndex(t0, ri[0]), col = e.addIndex(c0, ri[1]);
           Value x = e.ifElse(
               e.less(ri[0], len),
-              [&] {
-                return e.load(src, {t, b, h, col});
-              },
+              [&] { return e.load(src, stepIndex(t, b, h, col)); },
               e.real(0.0));
           e.store(x, dst, {b, h, e.addIndex(w0, ri[0]), col});
         });
@@ -245,10 +259,7 @@ void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
       Value t = e.addIndex(t0, r[0]);
       Value beta = e.ifElse(
           e.less(r[0], len),
-          [&] {
-            return e.load(buf.beta, {t, b, h});
-          },
-          e.real(0.0));
+          [&] { return e.load(buf.beta, stepIndex(t, b, h)); }, e.real(0.0));
       e.store(beta, buf.bt, {b, h, e.addIndex(workspaceRow(t0), r[0])});
     });
 }
@@ -424,14 +435,13 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
                        /*accumulate=*/true);
     ifWholeChunk(
         len,
-        [&] {
-          tiles.copy(y, tiles.stepTile(buf.y, {t0, b, h, v0}, chunk, block));
-        },
+        [&] { tiles.copy(y, stepTile(buf.y, t0, b, h, v0, chunk, block)); },
         [&] {
           e.parallel({len, e.index(block)}, [&](ValueRange ri) {
             Value t = e.addIndex(t0, ri[0]), col = e.addIndex(v0, ri[1]);
             Value w = e.addIndex(w0, ri[0]);
-            e.store(e.load(buf.yw, {b, h, w, col}), buf.y, {t, b, h, col});
+            e.store(e.load(buf.yw, {b, h, w, col}), buf.y,
+                    stepIndex(t, b, h, col));
           });
         });
   }

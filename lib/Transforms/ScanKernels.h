@@ -77,6 +77,8 @@ struct ScanConfig {
   /// chunk start states are kept for every chunk. The CPU's choice.
   bool fused = false;
   StateMemory stateMemory = StateMemory::Workspace;
+  /// The per-step inputs and outputs are [B, T, H, *] (else [T, B, H, *]).
+  bool batchFirst = false;
   /// Bytes per element (4 or 8).
   int64_t elementBytes = 4;
 
@@ -155,6 +157,14 @@ public:
 
 private:
   Value numChunks(Value seqLen);
+  /// The indices of step t, batch element b, head h (and column `col`, if
+  /// given) in a per-step input or output, in its layout.
+  llvm::SmallVector<Value, 4> stepIndex(Value t, Value b, Value h,
+                                        Value col = nullptr);
+  /// The [rows, cols] tile of a per-step input or output at step t0, batch
+  /// element b, head h and column c0.
+  Value stepTile(Value buffer, Value t0, Value b, Value h, Value c0,
+                 int64_t rows, int64_t cols);
   /// First step and length of chunk `c`.
   std::pair<Value, Value> chunkSpan(Value c, Value seqLen);
   void ifWholeChunk(Value len, function_ref<void()> whole,

@@ -69,22 +69,32 @@ Value TileBuilder::tile(Value buffer, ArrayRef<Value> offsets, int64_t rows,
 }
 
 Value TileBuilder::stepTile(Value buffer, ArrayRef<Value> offsets, int64_t rows,
-                            int64_t cols) {
+                            int64_t cols, bool batchFirst) {
   // A [T, B, H, W] buffer is contiguous, so it is also [T, B H W]: the
   // tile is then a plain 2-D view whose rows are B H W apart. (A view
   // dropping the middle dimensions instead makes transfers with permutation
   // maps, on which upstream's alias folding and folders do not converge.)
+  // Batch first, [B, T, H, W] is [B T, H W], rows H W apart.
   assert(cast<MemRefType>(buffer.getType()).getRank() == 4 &&
          offsets.size() == 4 && cols > 0 && "steps of [T, B, H, W]");
-  auto flat = memref::CollapseShapeOp::create(
-      b, buffer, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
+  Value t = offsets[0], batch = offsets[1], head = offsets[2];
   Value heads = memref::DimOp::create(b, buffer, 2);
   Value width = memref::DimOp::create(b, buffer, 3);
-  Value row = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, offsets[1], heads), offsets[2]);
-  Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, row, width),
-                                    offsets[3]);
-  return view(flat, {offsets[0], col}, {rows, cols}, {rows, cols});
+  auto mulAdd = [&](Value x, Value y, Value z) {
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, x, y), z);
+  };
+  if (batchFirst) {
+    auto flat = memref::CollapseShapeOp::create(
+        b, buffer, ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
+    Value steps = memref::DimOp::create(b, buffer, 1);
+    Value row = mulAdd(batch, steps, t);
+    Value col = mulAdd(head, width, offsets[3]);
+    return view(flat, {row, col}, {rows, cols}, {rows, cols});
+  }
+  auto flat = memref::CollapseShapeOp::create(
+      b, buffer, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
+  Value col = mulAdd(mulAdd(batch, heads, head), width, offsets[3]);
+  return view(flat, {t, col}, {rows, cols}, {rows, cols});
 }
 
 Value TileBuilder::localTile(int64_t rows, int64_t cols, Attribute memorySpace,

@@ -53,9 +53,10 @@ public:
                    int64_t rows, int64_t cols = 0);
 
   /// The [rows, cols] tile at `offsets` = (t, b, h, c) of a contiguous
-  /// [T, B, H, W] input or output: `rows` steps of one head.
+  /// [T, B, H, W] input or output, or of a [B, T, H, W] one if
+  /// `batchFirst`: `rows` steps of one head.
   mlir::Value stepTile(mlir::Value buffer, llvm::ArrayRef<mlir::Value> offsets,
-                       int64_t rows, int64_t cols);
+                       int64_t rows, int64_t cols, bool batchFirst = false);
 
   /// A rows x cols tile of the kernel instance's own: a memref.alloca at the
   /// insertion point (the kernel's start) in `memorySpace` (null: the

@@ -81,6 +81,7 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, const TileOptions &options) {
   if (options.fuse)
     config.valueBlock = config.dValue;
   config.stateMemory = options.stateMemory;
+  config.batchFirst = op.getBatchFirst();
   config.elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   return config;
 }
@@ -96,8 +97,13 @@ public:
   /// [T, B, H, width] with the static sizes of `type` where it has them,
   /// of `element` (default: the scan's element type).
   Value perStep(TensorType type, int64_t width, Type element = nullptr) {
-    return allocate(b, type.getShape(), {seqLen, batch, heads, e.index(width)},
-                    element ? element : elementType);
+    SmallVector<Value> sizes = stepSizes();
+    sizes.push_back(e.index(width));
+    return allocate(b, type.getShape(), sizes, element ? element : elementType);
+  }
+  /// [T, B, H] (or [B, T, H]) of `element`.
+  Value perStepColumn(TensorType type, Type element) {
+    return allocate(b, type.getShape(), stepSizes(), element);
   }
   /// [B, H, d_v, D], static sizes from `type` if given.
   Value state(TensorType type = nullptr) {
@@ -157,6 +163,14 @@ private:
 
   Value workspaceSteps() {
     return config.fused ? e.index(config.chunk) : paddedSteps();
+  }
+
+  /// The sizes of a per-step tensor's first three dimensions, in its
+  /// layout.
+  SmallVector<Value> stepSizes() {
+    if (config.batchFirst)
+      return {batch, seqLen, heads};
+    return {seqLen, batch, heads};
   }
 
   SmallVector<Value> stateSizes() {
@@ -335,6 +349,17 @@ void readInputs(StorageCasts &casts, ScanLikeOp op, ScanBuffers &buf) {
   buf.initial = casts.input(op.getInitial());
 }
 
+/// The sequence length, batch and heads of per-step tensor `v`.
+std::tuple<Value, Value, Value> stepSizes(ImplicitLocOpBuilder &b,
+                                          const ScanConfig &config, Value v) {
+  Value first = memref::DimOp::create(b, v, 0),
+        second = memref::DimOp::create(b, v, 1),
+        heads = memref::DimOp::create(b, v, 2);
+  if (config.batchFirst)
+    return {second, first, heads};
+  return {first, second, heads};
+}
+
 LogicalResult lowerScan(ScanOp op, const TileOptions &options) {
   FailureOr<ScanConfig> config = readConfig(op, options);
   if (failed(config))
@@ -344,9 +369,7 @@ LogicalResult lowerScan(ScanOp op, const TileOptions &options) {
   ScanBuffers buf;
   readInputs(casts, op, buf);
   Type elementType = op.getV().getType().getElementType();
-  Value seqLen = memref::DimOp::create(b, buf.v, 0),
-        batch = memref::DimOp::create(b, buf.v, 1),
-        heads = memref::DimOp::create(b, buf.v, 2);
+  auto [seqLen, batch, heads] = stepSizes(b, *config, buf.v);
   ScanAllocator alloc(b, *config, elementType, seqLen, batch, heads);
   buf.y = alloc.perStep(op.getY().getType(), config->dValue,
                         casts.resultElement(op.getY()));
@@ -374,9 +397,7 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   buf.dy = casts.input(op.getDy());
   buf.dFinal = casts.input(op.getDFinalState());
   Type elementType = op.getV().getType().getElementType();
-  Value seqLen = memref::DimOp::create(b, buf.v, 0),
-        batch = memref::DimOp::create(b, buf.v, 1),
-        heads = memref::DimOp::create(b, buf.v, 2);
+  auto [seqLen, batch, heads] = stepSizes(b, *config, buf.v);
   ScanAllocator alloc(b, *config, elementType, seqLen, batch, heads);
   buf.state = alloc.state();
   allocateForwardWorkspace(alloc, *config, buf, /*forBackward=*/true);
@@ -412,8 +433,8 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   }
   if (config->isDelta()) {
     auto betaType = op.getDbeta().getType();
-    buf.dbeta = allocate(b, betaType.getShape(), {seqLen, batch, heads},
-                         casts.resultElement(op.getDbeta()));
+    buf.dbeta =
+        alloc.perStepColumn(betaType, casts.resultElement(op.getDbeta()));
     if (!config->localStateGrad())
       buf.dsWritten = alloc.state();
     buf.dbw = alloc.workspaceColumn();

@@ -19,7 +19,7 @@ import ctypes.util
 import os
 import threading
 
-EXPECTED_VERSION = 2
+EXPECTED_VERSION = 3
 
 _lock = threading.Lock()
 _library = None
@@ -81,7 +81,7 @@ def _declare(lib):
     lib.fwp_attention_backward_cuda.restype = ctypes.c_int
     lib.fwp_attention_backward_cuda.argtypes = [p, call, i64, i64] + [p] * 15
     lib.fwp_scan_create.restype = p
-    lib.fwp_scan_create.argtypes = [cstr, cstr, cstr, i64, i64, i64,
+    lib.fwp_scan_create.argtypes = [cstr, cstr, cstr, cstr, i64, i64, i64,
                                     ctypes.c_double, i64]
     lib.fwp_scan_prepare.restype = ctypes.c_int
     lib.fwp_scan_prepare.argtypes = [p]

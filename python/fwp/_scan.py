@@ -3,10 +3,10 @@
 On CPU tensors or CUDA tensors (cuda:0, in PyTorch's current stream).
 Public layouts are fla's: q, k [B, T, H, K], v and o [B, T, H, V], beta
 [B, T, H], states [B, H, D, V] (D = K, or 2 K nu with DPFP). The kernels
-read steps first ([T, B, H, *]) and keep the state as [B, H, V, D]
-(docs/delta-rule-math.md): with B = 1 (and so with cu_seqlens) the
-sequences go to the kernels in place; with B > 1 they are transposed
-into a copy first (the state, small, always is).
+are compiled for that layout (the C ABI's "batch_first") and read and
+write the tensors in place; a decoding step is a sequence of one step.
+They keep the state as [B, H, V, D] (docs/delta-rule-math.md), so a state
+is transposed (small) on the way in and viewed transposed on the way out.
 """
 
 import torch
@@ -26,7 +26,7 @@ class _Scan(_capi.Handle):
                  chunk):
         super().__init__("fwp_scan_create", "fwp_scan_destroy",
                          backend.encode(), dtype.encode(), rule.encode(),
-                         d_input, d_value, nu, eps, chunk)
+                         b"batch_first", d_input, d_value, nu, eps, chunk)
         self.cuda = backend == "cuda"
 
     def _call(self, name, final_output, *args):
@@ -68,8 +68,9 @@ def _scan(device, dtype, rule, d_input, d_value, nu, eps, chunk):
 
 
 def _rows(t, start, end):
-    """Steps start..end of a steps-first tensor (a view: no copy)."""
-    return None if t is None else t[start:end]
+    """Steps start..end of a batch-first tensor (a view; contiguous for a
+    batch of one, the only case with several segments)."""
+    return None if t is None else t[:, start:end]
 
 
 def _state(t, index, batch):
@@ -78,7 +79,7 @@ def _state(t, index, batch):
 
 
 class _ScanFunction(torch.autograd.Function):
-    """The scan on steps-first tensors, over `segments` (start, end, state
+    """The scan on batch-first tensors, over `segments` (start, end, state
     index, batch): one kernel call each."""
 
     @staticmethod
@@ -158,8 +159,8 @@ def _segments(function, cu_seqlens, batch, steps):
 
 
 def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
-         chunk_size, steps_first):
-    """The checked scan; q, k, v, beta steps first when `steps_first`."""
+         chunk_size):
+    """The checked scan on batch-first q, k, v, beta."""
     if rule not in RULES:
         fail(function, f"rule is {rule!r}, expected 'delta' or 'sum'")
     if not isinstance(v, torch.Tensor):
@@ -194,10 +195,7 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
         fail(function, f"chunk_size = {chunk_size!r}, expected a positive "
               "int")
 
-    if steps_first:
-        steps, batch, heads = lead
-    else:
-        batch, steps, heads = lead
+    batch, steps, heads = lead
     segments = _segments(function, cu_seqlens, batch, steps)
     sequences = len(segments) if cu_seqlens is not None else batch
     states = (sequences, heads, d_value, d_feature)
@@ -207,17 +205,11 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
                      contiguous=False, device=v.device)
         # The kernels' [V, D] order; no copy for a state fwp returned.
         initial_state = initial_state.transpose(-1, -2).contiguous()
-    if not steps_first:  # [B, T, H, *] -> [T, B, H, *]; a view when B = 1
-        q, k, v = (t.transpose(0, 1).contiguous() for t in (q, k, v))
-        if beta is not None:
-            beta = beta.transpose(0, 1).contiguous()
 
     scan = _scan(v.device, v.dtype, rule, d_key, d_value, nu, eps,
                  chunk_size or 0)
     y, final = _ScanFunction.apply(scan, segments, q, k, v, beta,
                                    initial_state, states)
-    if not steps_first:
-        y = y.transpose(0, 1).contiguous()
     return y, final.transpose(-1, -2)
 
 
@@ -237,7 +229,7 @@ def delta_rule(q, k, v, beta=None, *, rule="delta", dpfp=None,
     scaling of q (fla scales by K^-0.5 by default: pass q * scale).
     """
     o, final = _run("delta_rule", q, k, v, beta, rule, dpfp, initial_state,
-                    cu_seqlens, chunk_size, steps_first=False)
+                    cu_seqlens, chunk_size)
     return o, (final if output_final_state else None)
 
 
@@ -248,9 +240,10 @@ def delta_rule_step(q, k, v, beta, state, *, rule="delta", dpfp=None):
     if not isinstance(state, torch.Tensor):
         fail("delta_rule_step", "state must be a tensor [B, H, D, V]",
               TypeError)
+    # [B, H, *] is [B, 1, H, *]: a sequence of one step, in place.
     as_step = [None if t is None else
-               (t.unsqueeze(0) if isinstance(t, torch.Tensor) else t)
+               (t.unsqueeze(1) if isinstance(t, torch.Tensor) else t)
                for t in (q, k, v, beta)]
     o, final = _run("delta_rule_step", *as_step, rule, dpfp, state, None,
-                    None, steps_first=True)
-    return o[0], final
+                    None)
+    return o[:, 0], final

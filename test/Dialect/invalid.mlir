@@ -378,3 +378,15 @@ func.func @unknown_attribute(%n: index) {
   } {fwp.kernal = "k"}
   return
 }
+
+// -----
+
+func.func @scan_batch_first_sizes(%q: tensor<2x5x4x8xf32>,
+                                  %v: tensor<3x5x4x8xf32>)
+    -> tensor<3x5x4x8xf32> {
+  // expected-error @+1 {{'v' dimension 0 (batch) is 3, but 'q' gives batch = 2}}
+  %y = fwp.scan sum %q, %q, %v batch_first
+      : tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<3x5x4x8xf32>
+      -> tensor<3x5x4x8xf32>
+  return %y : tensor<3x5x4x8xf32>
+}

@@ -85,6 +85,20 @@ func.func @scan_fused_dpfp(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x4xf32>,
 
 // -----
 
+// Batch first (fla's [B, T, H, *]): per-step tensors swap their first two
+// dimensions; the states do not.
+// CHECK-LABEL: func @scan_batch_first
+func.func @scan_batch_first(%q: tensor<2x?x4x8xf32>, %v: tensor<2x?x4x6xf32>,
+                            %b: tensor<2x?x4xf32>) -> tensor<2x4x6x8xf32> {
+  // CHECK: fwp.scan delta {{.*}} batch_first : tensor<2x?x4x8xf32>
+  %y, %s = fwp.scan delta %q, %q, %v beta(%b : tensor<2x?x4xf32>) batch_first
+      : tensor<2x?x4x8xf32>, tensor<2x?x4x8xf32>, tensor<2x?x4x6xf32>
+      -> tensor<2x?x4x6xf32>, tensor<2x4x6x8xf32>
+  return %s : tensor<2x4x6x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @scan_grad_delta
 func.func @scan_grad_delta(%q: tensor<?x2x4x8xf32>, %v: tensor<?x2x4x8xf32>,
                            %b: tensor<?x2x4xf32>, %s: tensor<2x4x8x16xf32>)

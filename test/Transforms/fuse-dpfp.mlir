@@ -97,3 +97,17 @@ func.func @key_not_mapped(%q: tensor<4x1x1x2xf32>, %k: tensor<4x1x1x4xf32>,
       -> tensor<4x1x1x2xf32>
   return %y : tensor<4x1x1x2xf32>
 }
+
+// -----
+
+// A batch-first scan stays batch first.
+// CHECK-LABEL: func @fuse_batch_first
+// CHECK: fwp.scan sum %{{.*}}, %{{.*}}, %{{.*}} dpfp(nu = 1, eps = {{.*}}) batch_first : tensor<3x?x2x4xf32>
+func.func @fuse_batch_first(%x: tensor<3x?x2x4xf32>, %v: tensor<3x?x2x5xf32>)
+    -> tensor<3x?x2x5xf32> {
+  %f = fwp.dpfp %x nu = 1 : tensor<3x?x2x4xf32> -> tensor<3x?x2x8xf32>
+  %y = fwp.scan sum %f, %f, %v batch_first
+      : tensor<3x?x2x8xf32>, tensor<3x?x2x8xf32>, tensor<3x?x2x5xf32>
+      -> tensor<3x?x2x5xf32>
+  return %y : tensor<3x?x2x5xf32>
+}

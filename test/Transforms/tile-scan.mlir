@@ -323,3 +323,25 @@ func.func @bf16_storage(%q: tensor<?x1x2x4xbf16>, %v: tensor<?x1x2x4xbf16>)
   } -> tensor<?x1x2x4xbf16>
   return %yn : tensor<?x1x2x4xbf16>
 }
+
+// -----
+
+// Batch first (fla's [B, T, H, W]): the sequence length is v's dimension
+// 1; a whole chunk of one head is a 16 x W view of [B T, H W] (rows H W
+// apart), a partial one goes element by element at [b, t, h, j]; y is
+// allocated batch first.
+// CHECK-LABEL: func @sum_batch_first
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x?x3x4xf32>, %[[V:.*]]: tensor<2x?x3x2xf32>)
+// CHECK: %[[VB:.*]] = bufferization.to_buffer %[[V]]
+// CHECK: %[[T:.*]] = memref.dim %[[VB]], %c1
+// CHECK: memref.alloc(%[[T]]) : memref<2x?x3x2xf32>
+// CHECK: memref.collapse_shape %{{.*}} {{\[}}[0, 1], [2, 3]] : memref<2x?x3x4xf32> into memref<?x12xf32>
+// CHECK: memref.subview %{{.*}} [16, 4] [1, 1] : memref<?x12xf32> to memref<16x4xf32, strided<[12, 1], offset: ?>>
+// CHECK: memref.load %{{.*}}[%[[B:.*]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x?x3x4xf32>
+func.func @sum_batch_first(%q: tensor<2x?x3x4xf32>, %v: tensor<2x?x3x2xf32>)
+    -> tensor<2x?x3x2xf32> {
+  %y = fwp.scan sum %q, %q, %v batch_first
+      : tensor<2x?x3x4xf32>, tensor<2x?x3x4xf32>, tensor<2x?x3x2xf32>
+      -> tensor<2x?x3x2xf32>
+  return %y : tensor<2x?x3x2xf32>
+}

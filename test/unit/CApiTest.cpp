@@ -106,17 +106,23 @@ TEST(CApiTest, ForwardMatchesTheReference) {
   fwp_attention_destroy(a);
 }
 
+/// `n` values drawn uniformly from [lo, hi).
+std::vector<double> uniformValues(std::mt19937 &rng, size_t n, double lo,
+                                  double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double &e : v)
+    e = dist(rng);
+  return v;
+}
+
 // The cached scan stays alive until the process exits, which must not crash
 // (an earlier form, on an execution engine, did in static destructors).
 TEST(CApiTest, ScanMatchesTheReference) {
   const int64_t steps = 40, batch = 2, heads = 3, d = 4, dValue = 5;
   std::mt19937 rng(11);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
   auto random = [&](size_t n, double scale) {
-    std::vector<double> v(n);
-    for (double &e : v)
-      e = unit(rng) * scale;
-    return v;
+    return uniformValues(rng, n, 0.0, scale);
   };
   fwp::ref::ScanShape shape{steps, batch, heads, d, dValue};
   size_t rows = steps * batch * heads, states = batch * heads * dValue * d;
@@ -126,7 +132,8 @@ TEST(CApiTest, ScanMatchesTheReference) {
   fwp::ref::ScanOutputs expected =
       fwp::ref::scan(fwp::ref::Rule::Delta, shape, in);
 
-  fwp_scan *s = fwp_scan_create("cpu", "f64", "delta", d, dValue, 0, 1e-6, 16);
+  fwp_scan *s = fwp_scan_create("cpu", "f64", "delta", "steps_first", d, dValue,
+                                0, 1e-6, 16);
   ASSERT_NE(s, nullptr) << lastError();
   std::vector<double> y(rows * dValue), finalState(states);
   ASSERT_EQ(fwp_scan_forward(s, steps, batch, heads, in.q.data(), in.k.data(),
@@ -161,6 +168,131 @@ TEST(CApiTest, ScanMatchesTheReference) {
             0);
   EXPECT_NE(lastError().find("beta"), std::string::npos) << lastError();
   fwp_scan_destroy(s);
+}
+
+/// A per-step tensor [first, second, rest...] as [second, first, rest...]:
+/// steps first to batch first and back.
+std::vector<double> swapLeading(const std::vector<double> &a, int64_t first,
+                                int64_t second) {
+  size_t rest = a.size() / (first * second);
+  std::vector<double> out(a.size());
+  for (int64_t i = 0; i < first; ++i)
+    for (int64_t j = 0; j < second; ++j)
+      std::copy_n(a.begin() + (i * second + j) * rest, rest,
+                  out.begin() + (j * first + i) * rest);
+  return out;
+}
+
+/// DPFP of each d-wide row of `x`, or (with `g`, the features' gradient)
+/// its backward: the float64 reference, row by row.
+std::vector<double> dpfpRows(const std::vector<double> &x, int64_t d,
+                             int64_t nu,
+                             const std::vector<double> *g = nullptr) {
+  std::vector<double> out;
+  for (size_t r = 0; r * d < x.size(); ++r) {
+    std::vector<double> row(x.begin() + r * d, x.begin() + (r + 1) * d);
+    std::vector<double> mapped;
+    if (g) {
+      size_t width = 2 * d * nu;
+      std::vector<double> gRow(g->begin() + r * width,
+                               g->begin() + (r + 1) * width);
+      mapped = fwp::ref::dpfpBackward(row, gRow, nu, 1e-6);
+    } else {
+      mapped = fwp::ref::dpfp(row, nu, 1e-6);
+    }
+    out.insert(out.end(), mapped.begin(), mapped.end());
+  }
+  return out;
+}
+
+double relativeError(const std::vector<double> &a,
+                     const std::vector<double> &b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(a[i] - b[i]));
+    scale = std::max(scale, std::fabs(b[i]));
+  }
+  return diff / scale;
+}
+
+// fla's layout, [B, T, H, *], read and written in place by kernels compiled
+// for it: the same scan and gradients as the float64 reference's on the
+// steps-first copies, with DPFP fused (q and k raw) and T over two chunks
+// plus a partial one.
+TEST(CApiTest, BatchFirstScanMatchesTheReference) {
+  const int64_t steps = 37, batch = 3, heads = 2, d = 4, dValue = 5, nu = 1;
+  const int64_t dFeature = 2 * d * nu;
+  std::mt19937 rng(12);
+  auto random = [&](size_t n, double scale) {
+    return uniformValues(rng, n, -scale, scale);
+  };
+  size_t rows = steps * batch * heads,
+         states = batch * heads * dValue * dFeature;
+  fwp::ref::ScanInputs in{random(rows * d, 0.5), random(rows * d, 0.5),
+                          random(rows * dValue, 1.0), random(rows, 1.0),
+                          random(states, 0.5)};
+  for (double &b : in.beta)
+    b = 1.0 / (1.0 + std::exp(-b));
+  std::vector<double> dy = random(rows * dValue, 1.0),
+                      dFinal = random(states, 1.0);
+  // The reference on DPFP features, its q and k gradients taken back to
+  // the raw vectors.
+  fwp::ref::ScanInputs features = in;
+  features.q = dpfpRows(in.q, d, nu);
+  features.k = dpfpRows(in.k, d, nu);
+  fwp::ref::ScanShape shape{steps, batch, heads, dFeature, dValue};
+  fwp::ref::ScanOutputs expected =
+      fwp::ref::scan(fwp::ref::Rule::Delta, shape, features);
+  fwp::ref::ScanGradients grads = fwp::ref::scanBackward(
+      fwp::ref::Rule::Delta, shape, features, dy, dFinal);
+  std::vector<double> dq = dpfpRows(in.q, d, nu, &grads.q);
+  std::vector<double> dk = dpfpRows(in.k, d, nu, &grads.k);
+
+  fwp_scan *s = fwp_scan_create("cpu", "f64", "delta", "batch_first", d, dValue,
+                                nu, 1e-6, 16);
+  ASSERT_NE(s, nullptr) << lastError();
+  auto batchFirst = [&](const std::vector<double> &a) {
+    return swapLeading(a, steps, batch);
+  };
+  auto stepsFirst = [&](const std::vector<double> &a) {
+    return swapLeading(a, batch, steps);
+  };
+  std::vector<double> q = batchFirst(in.q), k = batchFirst(in.k),
+                      v = batchFirst(in.v), beta = batchFirst(in.beta),
+                      dyB = batchFirst(dy);
+  std::vector<double> y(rows * dValue), finalState(states);
+  ASSERT_EQ(fwp_scan_forward(s, steps, batch, heads, q.data(), k.data(),
+                             v.data(), beta.data(), in.initialState.data(),
+                             y.data(), finalState.data()),
+            0)
+      << lastError();
+  EXPECT_LT(relativeError(stepsFirst(y), expected.y), 1e-12);
+  EXPECT_LT(relativeError(finalState, expected.finalState), 1e-12);
+
+  std::vector<double> gq(rows * d), gk(rows * d), gv(rows * dValue),
+      gbeta(rows), gInitial(states);
+  ASSERT_EQ(fwp_scan_backward(s, steps, batch, heads, q.data(), k.data(),
+                              v.data(), beta.data(), in.initialState.data(),
+                              dyB.data(), dFinal.data(), gq.data(), gk.data(),
+                              gv.data(), gbeta.data(), gInitial.data()),
+            0)
+      << lastError();
+  EXPECT_LT(relativeError(stepsFirst(gq), dq), 1e-10);
+  EXPECT_LT(relativeError(stepsFirst(gk), dk), 1e-10);
+  EXPECT_LT(relativeError(stepsFirst(gv), grads.v), 1e-10);
+  EXPECT_LT(relativeError(stepsFirst(gbeta), grads.beta), 1e-10);
+  EXPECT_LT(relativeError(gInitial, grads.initialState), 1e-10);
+  fwp_scan_destroy(s);
+}
+
+TEST(CApiTest, ScanRefusesAnUnknownLayout) {
+  EXPECT_EQ(
+      fwp_scan_create("cpu", "f64", "delta", "heads_first", 4, 4, 0, 1e-6, 16),
+      nullptr);
+  EXPECT_NE(lastError().find("layout 'heads_first', expected 'steps_first' or "
+                             "'batch_first'"),
+            std::string::npos)
+      << lastError();
 }
 
 } // namespace

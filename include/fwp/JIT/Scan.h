@@ -16,6 +16,7 @@
 //   beta, dbeta         [T, B, H]            (delta rule only)
 //   initial, finalState,
 //   dFinalState, dInitial [B, H, dValue, D]   D = dFeature()
+// or, with desc.batchFirst, [B, T, H, *] for the per-step ones (fla's).
 // Buffers hold elements of desc.dtype (bf16 and f16 as 16-bit patterns,
 // computed in float32). The sequence length, batch and heads are not part
 // of the description: one compiled scan serves them all. A CUDA scan runs
@@ -52,6 +53,9 @@ struct ScanDesc {
   int64_t chunkSize = 64;
   bool initial = false;     // both scans take an initial state
   bool dFinalState = false; // fwp.scan_grad takes d_final_state
+  /// q, k, v, beta, y and their gradients are [B, T, H, *] (fla's layout)
+  /// rather than [T, B, H, *]; the states are [B, H, d_v, D] either way.
+  bool batchFirst = false;
   Backend backend = Backend::Cpu;
   /// CUDA: "sm_NN" (empty: sm_90); CPU: empty (this host).
   std::string chip;
@@ -62,9 +66,9 @@ struct ScanDesc {
   void validate() const;
 
   /// One line naming every field, e.g. "scan f32 delta d_in=16 d_v=16 nu=1
-  /// eps=1e-06 chunk=64 initial d_final" ("scan cuda f32 ..." for CUDA,
-  /// with " chip=sm_80" where the chip is not the default); a cache key as
-  /// well as a message.
+  /// eps=1e-06 chunk=64 initial d_final batch_first" ("scan cuda f32 ..."
+  /// for CUDA, with " chip=sm_80" where the chip is not the default); a
+  /// cache key as well as a message.
   std::string str() const;
 
   /// The chip CUDA code is for: chip, or "sm_90".

@@ -110,6 +110,10 @@ def Fwp_ScanOp : Fwp_Op<"scan", [Pure, AttrSizedOperandSegments]> {
     `D = 2 * d_k * N`. Kernels made from this form never store the wide
     features (the `fwp-fuse-dpfp` pass produces it).
 
+    With `batch_first` the per-step tensors (`q`, `k`, `v`, `beta`, `y`)
+    are batch first instead, `[B, T, H, *]` (fla's layout), read and
+    written in place; the states keep their layout.
+
     Example:
 
     ```mlir
@@ -125,7 +129,8 @@ def Fwp_ScanOp : Fwp_Op<"scan", [Pure, AttrSizedOperandSegments]> {
                        Optional<Fwp_FloatTensor>:$beta,
                        Optional<Fwp_FloatTensor>:$initial,
                        OptionalAttr<I64Attr>:$dpfp_nu,
-                       OptionalAttr<F64Attr>:$dpfp_eps);
+                       OptionalAttr<F64Attr>:$dpfp_eps,
+                       UnitAttr:$batch_first);
   let results = (outs Fwp_FloatTensor:$y,
                       Optional<Fwp_FloatTensor>:$final_state);
   let assemblyFormat = [{
@@ -133,6 +138,7 @@ def Fwp_ScanOp : Fwp_Op<"scan", [Pure, AttrSizedOperandSegments]> {
     (`beta` `(` $beta^ `:` type($beta) `)`)?
     (`initial` `(` $initial^ `:` type($initial) `)`)?
     (`dpfp` `(` `nu` `=` $dpfp_nu^ `,` `eps` `=` $dpfp_eps `)`)?
+    (`batch_first` $batch_first^)?
     attr-dict `:` type($q) `,` type($k) `,` type($v)
     `->` type($y) (`,` type($final_state)^)?
   }];
@@ -243,7 +249,8 @@ def Fwp_ScanGradOp : Fwp_Op<"scan_grad",
                        Fwp_FloatTensor:$dy,
                        Optional<Fwp_FloatTensor>:$d_final_state,
                        OptionalAttr<I64Attr>:$dpfp_nu,
-                       OptionalAttr<F64Attr>:$dpfp_eps);
+                       OptionalAttr<F64Attr>:$dpfp_eps,
+                       UnitAttr:$batch_first);
   let results = (outs Fwp_FloatTensor:$dq,
                       Fwp_FloatTensor:$dk,
                       Fwp_FloatTensor:$dv,
@@ -257,6 +264,7 @@ def Fwp_ScanGradOp : Fwp_Op<"scan_grad",
     `dy` `(` $dy `:` type($dy) `)`
     (`d_final_state` `(` $d_final_state^ `:` type($d_final_state) `)`)?
     (`dpfp` `(` `nu` `=` $dpfp_nu^ `,` `eps` `=` $dpfp_eps `)`)?
+    (`batch_first` $batch_first^)?
     attr-dict `:` type($q) `,` type($k) `,` type($v)
     `->` type($dq) `,` type($dk) `,` type($dv)
     (`dbeta` `(` type($dbeta)^ `)`)? (`d_initial` `(` type($d_initial)^ `)`)?
