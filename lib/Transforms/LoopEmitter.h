@@ -1,8 +1,10 @@
 //===- LoopEmitter.h - Loops and arithmetic for fwp's kernels ---*- C++ -*-===//
 //
-// A thin layer over ImplicitLocOpBuilder that the scan kernels are written
-// with: arithmetic in one element type, loads and stores, sequential loops,
-// sums, shared (scf.parallel) loops and kernels (tagged scf.forall).
+// A thin layer over ImplicitLocOpBuilder for what the scan kernels do
+// outside their tiles (TileBuilder.h): index arithmetic, the masked
+// element loads and stores at the sequence end (16-bit storage extended and
+// rounded), sequential loops, shared (scf.parallel) loops and kernels
+// (tagged scf.forall).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,22 +42,6 @@ public:
     return mlir::arith::ConstantOp::create(b,
                                            b.getFloatAttr(elementType, value));
   }
-  // Sums may be reassociated (and products contracted into FMAs) so that
-  // LLVM can vectorise the many dot products; every accumulator stays in
-  // the element type, float32 or wider.
-  static constexpr mlir::arith::FastMathFlags kSumFlags =
-      mlir::arith::FastMathFlags::reassoc |
-      mlir::arith::FastMathFlags::contract;
-  Value add(Value x, Value y) {
-    return mlir::arith::AddFOp::create(b, x, y, kSumFlags);
-  }
-  Value sub(Value x, Value y) {
-    return mlir::arith::SubFOp::create(b, x, y, kSumFlags);
-  }
-  Value mul(Value x, Value y) {
-    return mlir::arith::MulFOp::create(b, x, y, kSumFlags);
-  }
-  Value div(Value x, Value y) { return mlir::arith::DivFOp::create(b, x, y); }
   Value neg(Value x) { return mlir::arith::NegFOp::create(b, x); }
   Value addIndex(Value x, Value y) {
     return mlir::arith::AddIOp::create(b, x, y);
@@ -74,10 +60,6 @@ public:
   }
   Value less(Value x, Value y) {
     return mlir::arith::CmpIOp::create(b, mlir::arith::CmpIPredicate::slt, x,
-                                       y);
-  }
-  Value lessEqual(Value x, Value y) {
-    return mlir::arith::CmpIOp::create(b, mlir::arith::CmpIPredicate::sle, x,
                                        y);
   }
   Value select(Value cond, Value x, Value y) {
@@ -110,27 +92,12 @@ public:
            mlir::isa<mlir::FloatType>(elementType) &&
            type.getIntOrFloatBitWidth() < elementType.getIntOrFloatBitWidth();
   }
-  Value dim(Value memref, int64_t i) {
-    return mlir::memref::DimOp::create(b, memref, i);
-  }
-
   /// for iv in [lb, ub): body(iv).
   void forLoop(Value lb, Value ub, function_ref<void(Value)> body) {
     auto loop = mlir::scf::ForOp::create(b, lb, ub, index(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     body(loop.getInductionVar());
-  }
-
-  /// sum over iv in [lb, ub) of term(iv), accumulated in the element type.
-  Value sum(Value lb, Value ub, function_ref<Value(Value)> term) {
-    auto loop =
-        mlir::scf::ForOp::create(b, lb, ub, index(1), ValueRange{real(0.0)});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value next = add(loop.getRegionIterArgs()[0], term(loop.getInductionVar()));
-    mlir::scf::YieldOp::create(b, next);
-    return loop.getResult(0);
   }
 
   /// `cond ? then() : otherwise`, evaluating then() only when needed.
