@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -72,6 +73,64 @@ void checkBuffers(
     if (!pointer)
       throw std::invalid_argument(std::string(call) + ": buffer " + name +
                                   " is null");
+}
+
+/// The checks of a forward call (host or device buffers); false when there
+/// is no step, and so nothing to read or write (the buffers may be null).
+bool checkForward(const char *call, const KernelDesc &desc, int64_t seqLen,
+                  int64_t batch, const void *x, const void *wQ, const void *wK,
+                  const void *wV, const void *wBeta, const void *wO,
+                  const void *bO, const void *y) {
+  checkSizes(call, desc, seqLen, batch);
+  if (seqLen == 0 || batch == 0)
+    return false;
+  checkBuffers(call, {{"x", x},
+                      {"wQ", wQ},
+                      {"wK", wK},
+                      {"wV", wV},
+                      {"wBeta", wBeta},
+                      {"wO", wO},
+                      {"bO", bO},
+                      {"y", y}});
+  return true;
+}
+
+/// The checks of a backward call; false when there is no step, after the
+/// weight gradients (sums over no step) are set to zero by `zero(buffer,
+/// bytes)` without anything being read.
+bool checkBackward(const char *call, const KernelDesc &desc, int64_t seqLen,
+                   int64_t batch, const void *x, const void *wQ, const void *wK,
+                   const void *wV, const void *wBeta, const void *wO,
+                   const void *bO, const void *dy, const void *dx, void *dwQ,
+                   void *dwK, void *dwV, void *dwBeta, void *dwO, void *dbO,
+                   const std::function<void(void *, size_t)> &zero) {
+  checkSizes(call, desc, seqLen, batch);
+  // The weight gradients are written whatever the sizes.
+  checkBuffers(call, {{"dwQ", dwQ},
+                      {"dwK", dwK},
+                      {"dwV", dwV},
+                      {"dwBeta", dwBeta},
+                      {"dwO", dwO},
+                      {"dbO", dbO}});
+  if (seqLen == 0 || batch == 0) {
+    size_t element = rt::dtypeBytes(desc.dtype);
+    size_t dm = desc.dModel(), square = dm * dm * element;
+    for (void *weight : {dwQ, dwK, dwV, dwO})
+      zero(weight, square);
+    zero(dwBeta, desc.heads * dm * element);
+    zero(dbO, dm * element);
+    return false;
+  }
+  checkBuffers(call, {{"x", x},
+                      {"wQ", wQ},
+                      {"wK", wK},
+                      {"wV", wV},
+                      {"wBeta", wBeta},
+                      {"wO", wO},
+                      {"bO", bO},
+                      {"dy", dy},
+                      {"dx", dx}});
+  return true;
 }
 
 /// "float (f32)", "double (f64)", or how to pass 16-bit buffers.
@@ -228,18 +287,9 @@ void CompiledAttention::forward(int64_t seqLen, int64_t batch, const void *x,
                                 const void *wQ, const void *wK, const void *wV,
                                 const void *wBeta, const void *wO,
                                 const void *bO, void *y) const {
-  checkSizes("forward", impl->desc, seqLen, batch);
-  // Nothing to read or write; the buffers may then be null.
-  if (seqLen == 0 || batch == 0)
+  if (!checkForward("forward", impl->desc, seqLen, batch, x, wQ, wK, wV, wBeta,
+                    wO, bO, y))
     return;
-  checkBuffers("forward", {{"x", x},
-                           {"wQ", wQ},
-                           {"wK", wK},
-                           {"wV", wV},
-                           {"wBeta", wBeta},
-                           {"wO", wO},
-                           {"bO", bO},
-                           {"y", y}});
   impl->prepare(EntryPoint::Forward)
       .run(seqLen, batch, {x, wQ, wK, wV, wBeta, wO, bO}, {y});
 }
@@ -270,37 +320,11 @@ void CompiledAttention::backward(int64_t seqLen, int64_t batch, const void *x,
                                  const void *bO, const void *dy, void *dx,
                                  void *dwQ, void *dwK, void *dwV, void *dwBeta,
                                  void *dwO, void *dbO) const {
-  const KernelDesc &desc = impl->desc;
-  checkSizes("backward", desc, seqLen, batch);
-  // The weight gradients are written whatever the sizes.
-  checkBuffers("backward", {{"dwQ", dwQ},
-                            {"dwK", dwK},
-                            {"dwV", dwV},
-                            {"dwBeta", dwBeta},
-                            {"dwO", dwO},
-                            {"dbO", dbO}});
-  if (seqLen == 0 || batch == 0) {
-    // Sums over no step: zeros, without reading anything.
-    size_t element = rt::dtypeBytes(desc.dtype);
-    size_t dm = desc.dModel(), heads = desc.heads;
-    size_t square = dm * dm * element;
-    std::memset(dwQ, 0, square);
-    std::memset(dwK, 0, square);
-    std::memset(dwV, 0, square);
-    std::memset(dwBeta, 0, heads * dm * element);
-    std::memset(dwO, 0, square);
-    std::memset(dbO, 0, dm * element);
+  if (!checkBackward(
+          "backward", impl->desc, seqLen, batch, x, wQ, wK, wV, wBeta, wO, bO,
+          dy, dx, dwQ, dwK, dwV, dwBeta, dwO, dbO,
+          [](void *buffer, size_t bytes) { std::memset(buffer, 0, bytes); }))
     return;
-  }
-  checkBuffers("backward", {{"x", x},
-                            {"wQ", wQ},
-                            {"wK", wK},
-                            {"wV", wV},
-                            {"wBeta", wBeta},
-                            {"wO", wO},
-                            {"bO", bO},
-                            {"dy", dy},
-                            {"dx", dx}});
   impl->prepare(EntryPoint::Backward)
       .run(seqLen, batch, {x, wQ, wK, wV, wBeta, wO, bO, dy},
            {dx, dwQ, dwK, dwV, dwBeta, dwO, dbO});
@@ -350,17 +374,9 @@ void CompiledAttention::forwardOnDevice(int64_t seqLen, int64_t batch,
                                         const rt::DeviceCall &call) const {
   const char *what = "forward on the device";
   requireCuda(what, impl->desc);
-  checkSizes(what, impl->desc, seqLen, batch);
-  if (seqLen == 0 || batch == 0)
+  if (!checkForward(what, impl->desc, seqLen, batch, x, wQ, wK, wV, wBeta, wO,
+                    bO, y))
     return;
-  checkBuffers(what, {{"x", x},
-                      {"wQ", wQ},
-                      {"wK", wK},
-                      {"wV", wV},
-                      {"wBeta", wBeta},
-                      {"wO", wO},
-                      {"bO", bO},
-                      {"y", y}});
   impl->prepare(EntryPoint::Forward)
       .runOnDevice(seqLen, batch,
                    {address(x), address(wQ), address(wK), address(wV),
@@ -374,34 +390,13 @@ void CompiledAttention::backwardOnDevice(
     const void *bO, const void *dy, void *dx, void *dwQ, void *dwK, void *dwV,
     void *dwBeta, void *dwO, void *dbO, const rt::DeviceCall &call) const {
   const char *what = "backward on the device";
-  const KernelDesc &desc = impl->desc;
-  requireCuda(what, desc);
-  checkSizes(what, desc, seqLen, batch);
-  checkBuffers(what, {{"dwQ", dwQ},
-                      {"dwK", dwK},
-                      {"dwV", dwV},
-                      {"dwBeta", dwBeta},
-                      {"dwO", dwO},
-                      {"dbO", dbO}});
-  if (seqLen == 0 || batch == 0) {
-    // Sums over no step: zeros, without reading anything.
-    size_t element = rt::dtypeBytes(desc.dtype);
-    size_t dm = desc.dModel(), square = dm * dm * element;
-    for (void *weight : {dwQ, dwK, dwV, dwO})
-      rt::copyOrZeroOnDevice(call, address(weight), 0, square);
-    rt::copyOrZeroOnDevice(call, address(dwBeta), 0, desc.heads * dm * element);
-    rt::copyOrZeroOnDevice(call, address(dbO), 0, dm * element);
+  requireCuda(what, impl->desc);
+  if (!checkBackward(what, impl->desc, seqLen, batch, x, wQ, wK, wV, wBeta, wO,
+                     bO, dy, dx, dwQ, dwK, dwV, dwBeta, dwO, dbO,
+                     [&](void *buffer, size_t bytes) {
+                       rt::copyOrZeroOnDevice(call, address(buffer), 0, bytes);
+                     }))
     return;
-  }
-  checkBuffers(what, {{"x", x},
-                      {"wQ", wQ},
-                      {"wK", wK},
-                      {"wV", wV},
-                      {"wBeta", wBeta},
-                      {"wO", wO},
-                      {"bO", bO},
-                      {"dy", dy},
-                      {"dx", dx}});
   impl->prepare(EntryPoint::Backward)
       .runOnDevice(seqLen, batch,
                    {address(x), address(wQ), address(wK), address(wV),
