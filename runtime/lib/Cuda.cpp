@@ -14,23 +14,21 @@ namespace {
 constexpr unsigned kDefaultSharedLimit = 48 * 1024;
 constexpr size_t kJitLogBytes = 16 * 1024;
 
-/// The driver, with the primary context current on this thread.
-const Driver &bound() {
+} // namespace
+
+const Driver &boundDriver() {
   Context::primary().makeCurrent();
   return driver();
 }
 
-/// Like bound(), for destructors: false if the driver is unusable.
-bool boundQuietly() {
+bool boundDriverQuietly() {
   try {
-    bound();
+    boundDriver();
     return true;
   } catch (...) {
     return false;
   }
 }
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Context
@@ -81,11 +79,11 @@ int Context::computeCapability() const {
 //===----------------------------------------------------------------------===//
 
 Stream::Stream(unsigned flags) {
-  checkCuda(bound().cuStreamCreate(&stream_, flags), "cuStreamCreate");
+  checkCuda(boundDriver().cuStreamCreate(&stream_, flags), "cuStreamCreate");
 }
 
 Stream::~Stream() {
-  if (stream_ && boundQuietly())
+  if (stream_ && boundDriverQuietly())
     driver().cuStreamDestroy(stream_);
 }
 
@@ -98,7 +96,7 @@ Stream &Stream::operator=(Stream &&other) noexcept {
 }
 
 void Stream::synchronize() const {
-  checkCuda(bound().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  checkCuda(boundDriver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
 //===----------------------------------------------------------------------===//
@@ -108,12 +106,12 @@ void Stream::synchronize() const {
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   if (bytes == 0)
     return;
-  checkCuda(bound().cuMemAlloc(&ptr_, bytes), "cuMemAlloc");
+  checkCuda(boundDriver().cuMemAlloc(&ptr_, bytes), "cuMemAlloc");
   size_ = bytes;
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_ && boundQuietly())
+  if (ptr_ && boundDriverQuietly())
     driver().cuMemFree(ptr_);
 }
 
@@ -137,39 +135,41 @@ void DeviceBuffer::checkFits(size_t bytes, const char *operation) const {
 void DeviceBuffer::copyFromHost(const void *src, size_t bytes) {
   checkFits(bytes, "copyFromHost");
   if (bytes)
-    checkCuda(bound().cuMemcpyHtoD(ptr_, src, bytes), "cuMemcpyHtoD");
+    checkCuda(boundDriver().cuMemcpyHtoD(ptr_, src, bytes), "cuMemcpyHtoD");
 }
 
 void DeviceBuffer::copyToHost(void *dst, size_t bytes) const {
   checkFits(bytes, "copyToHost");
   if (bytes)
-    checkCuda(bound().cuMemcpyDtoH(dst, ptr_, bytes), "cuMemcpyDtoH");
+    checkCuda(boundDriver().cuMemcpyDtoH(dst, ptr_, bytes), "cuMemcpyDtoH");
 }
 
 void DeviceBuffer::copyFromHostAsync(const void *src, size_t bytes,
                                      const Stream &stream) {
   checkFits(bytes, "copyFromHostAsync");
   if (bytes)
-    checkCuda(bound().cuMemcpyHtoDAsync(ptr_, src, bytes, stream.handle()),
-              "cuMemcpyHtoDAsync");
+    checkCuda(
+        boundDriver().cuMemcpyHtoDAsync(ptr_, src, bytes, stream.handle()),
+        "cuMemcpyHtoDAsync");
 }
 
 void DeviceBuffer::copyToHostAsync(void *dst, size_t bytes,
                                    const Stream &stream) const {
   checkFits(bytes, "copyToHostAsync");
   if (bytes)
-    checkCuda(bound().cuMemcpyDtoHAsync(dst, ptr_, bytes, stream.handle()),
-              "cuMemcpyDtoHAsync");
+    checkCuda(
+        boundDriver().cuMemcpyDtoHAsync(dst, ptr_, bytes, stream.handle()),
+        "cuMemcpyDtoHAsync");
 }
 
 void DeviceBuffer::zero() {
   if (size_)
-    checkCuda(bound().cuMemsetD8(ptr_, 0, size_), "cuMemsetD8");
+    checkCuda(boundDriver().cuMemsetD8(ptr_, 0, size_), "cuMemsetD8");
 }
 
 void DeviceBuffer::zeroAsync(const Stream &stream) {
   if (size_)
-    checkCuda(bound().cuMemsetD8Async(ptr_, 0, size_, stream.handle()),
+    checkCuda(boundDriver().cuMemsetD8Async(ptr_, 0, size_, stream.handle()),
               "cuMemsetD8Async");
 }
 
@@ -207,14 +207,14 @@ Module::Module(const std::string &ptx, const std::string &sourceName)
   void *values[] = {infoLog.data(), reinterpret_cast<void *>(kJitLogBytes - 1),
                     errorLog.data(),
                     reinterpret_cast<void *>(kJitLogBytes - 1)};
-  CUresult result =
-      bound().cuModuleLoadDataEx(&module_, ptx.c_str(), 4, options, values);
+  CUresult result = boundDriver().cuModuleLoadDataEx(&module_, ptx.c_str(), 4,
+                                                     options, values);
   if (result != kCudaSuccess)
     throw CudaError(loadFailure(result, sourceName_, errorLog));
 }
 
 Module::~Module() {
-  if (module_ && boundQuietly())
+  if (module_ && boundDriverQuietly())
     driver().cuModuleUnload(module_);
 }
 
@@ -231,7 +231,7 @@ Module &Module::operator=(Module &&other) noexcept {
 CUfunction Module::function(const std::string &name) const {
   CUfunction function = nullptr;
   CUresult result =
-      bound().cuModuleGetFunction(&function, module_, name.c_str());
+      boundDriver().cuModuleGetFunction(&function, module_, name.c_str());
   if (result != kCudaSuccess)
     throw CudaError(fmt::format(
         "kernel '{}' not found in {}: cuModuleGetFunction failed: {}", name,
@@ -245,7 +245,7 @@ CUfunction Module::function(const std::string &name) const {
 
 void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned sharedBytes,
             CUstream stream, void **args) {
-  const Driver &d = bound();
+  const Driver &d = boundDriver();
   if (sharedBytes > kDefaultSharedLimit)
     checkCuda(d.cuFuncSetAttribute(function, kFuncAttrMaxDynamicSharedSizeBytes,
                                    static_cast<int>(sharedBytes)),

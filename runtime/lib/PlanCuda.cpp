@@ -7,22 +7,6 @@
 namespace fwp::rt {
 namespace {
 
-/// The driver, with the primary context current on this thread.
-const Driver &bound() {
-  Context::primary().makeCurrent();
-  return driver();
-}
-
-/// Like bound(), for destructors: false if the driver is unusable.
-bool boundQuietly() {
-  try {
-    bound();
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
 std::string moduleList(const std::map<std::string, Module> &modules) {
   std::vector<std::string> names;
   for (const auto &entry : modules)
@@ -96,7 +80,8 @@ uint64_t CudaPlanDevice::alloc(size_t bytes) {
     return 0;
   DeviceBuffer buffer(bytes);
   CUdeviceptr ptr = buffer.ptr();
-  checkCuda(bound().cuMemsetD8Async(ptr, 0, bytes, stream_), "cuMemsetD8Async");
+  checkCuda(boundDriver().cuMemsetD8Async(ptr, 0, bytes, stream_),
+            "cuMemsetD8Async");
   pending_ = true;
   buffers_.emplace(ptr, std::move(buffer));
   return ptr;
@@ -130,7 +115,7 @@ DeviceBuffer CudaPlanDevice::release(uint64_t ptr) {
 void CudaPlanDevice::copy(uint64_t dst, uint64_t src, size_t bytes) {
   if (bytes == 0)
     return;
-  checkCuda(bound().cuMemcpyDtoDAsync(dst, src, bytes, stream_),
+  checkCuda(boundDriver().cuMemcpyDtoDAsync(dst, src, bytes, stream_),
             "cuMemcpyDtoDAsync");
   pending_ = true;
 }
@@ -166,7 +151,7 @@ void CudaPlanDevice::launch(const std::string &module,
 }
 
 void CudaPlanDevice::synchronize() {
-  checkCuda(bound().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  checkCuda(boundDriver().cuStreamSynchronize(stream_), "cuStreamSynchronize");
   pending_ = false;
 }
 
@@ -229,13 +214,14 @@ void copyOrZeroOnDevice(const DeviceCall &call, uint64_t dst, uint64_t src,
   if (bytes == 0)
     return;
   if (src)
-    checkCuda(bound().cuMemcpyDtoDAsync(dst, src, bytes, call.stream),
+    checkCuda(boundDriver().cuMemcpyDtoDAsync(dst, src, bytes, call.stream),
               "cuMemcpyDtoDAsync");
   else
-    checkCuda(bound().cuMemsetD8Async(dst, 0, bytes, call.stream),
+    checkCuda(boundDriver().cuMemsetD8Async(dst, 0, bytes, call.stream),
               "cuMemsetD8Async");
   if (!call.streamOrdered())
-    checkCuda(bound().cuStreamSynchronize(call.stream), "cuStreamSynchronize");
+    checkCuda(boundDriver().cuStreamSynchronize(call.stream),
+              "cuStreamSynchronize");
 }
 
 DeviceScratch::DeviceScratch(const DeviceCall &call, size_t bytes)
@@ -252,7 +238,7 @@ DeviceScratch::DeviceScratch(const DeviceCall &call, size_t bytes)
     owned_ = DeviceBuffer(bytes);
     ptr_ = owned_.ptr();
   }
-  checkCuda(bound().cuMemsetD8Async(ptr_, 0, bytes, call.stream),
+  checkCuda(boundDriver().cuMemsetD8Async(ptr_, 0, bytes, call.stream),
             "cuMemsetD8Async");
 }
 
@@ -264,7 +250,7 @@ DeviceScratch::~DeviceScratch() {
     return;
   }
   // cuMemFree does not wait for work on other streams that still use it.
-  if (boundQuietly())
+  if (boundDriverQuietly())
     driver().cuStreamSynchronize(call_.stream);
 }
 
@@ -282,7 +268,7 @@ void CudaCallDevice::free(uint64_t ptr) { scratch_.erase(ptr); }
 void CudaCallDevice::copy(uint64_t dst, uint64_t src, size_t bytes) {
   if (bytes == 0)
     return;
-  checkCuda(bound().cuMemcpyDtoDAsync(dst, src, bytes, call_.stream),
+  checkCuda(boundDriver().cuMemcpyDtoDAsync(dst, src, bytes, call_.stream),
             "cuMemcpyDtoDAsync");
 }
 
@@ -300,7 +286,8 @@ void CudaCallDevice::launch(const std::string &module,
 
 void CudaCallDevice::synchronize() {
   if (!call_.streamOrdered())
-    checkCuda(bound().cuStreamSynchronize(call_.stream), "cuStreamSynchronize");
+    checkCuda(boundDriver().cuStreamSynchronize(call_.stream),
+              "cuStreamSynchronize");
 }
 
 //===----------------------------------------------------------------------===//

@@ -58,6 +58,11 @@ private:
   CUcontext context_ = nullptr;
 };
 
+/// The driver, with the primary context current on this thread.
+const Driver &boundDriver();
+/// Like boundDriver(), for destructors: false if the driver is unusable.
+bool boundDriverQuietly();
+
 /// An owned CUDA stream.
 class Stream {
 public:
