@@ -11,7 +11,8 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_delta_rule import inputs, recurrence, run_with_grads  # noqa: E402
+from test_delta_rule import (check_steps_equal_the_scan, inputs,  # noqa: E402
+                             recurrence, run_with_grads)
 from test_package import (library, outputs_and_grads,  # noqa: E402,F401
                           relative_error, seeds_pair)
 
@@ -111,17 +112,8 @@ def test_packed_sequences_and_split_states_on_the_gpu():
 @needs_gpu
 @pytest.mark.parametrize("rule", ["delta", "sum"])
 def test_steps_of_delta_rule_step_equal_the_scan_on_the_gpu(rule):
-    q, k, v, beta, state = on_gpu(inputs(2, 20, 3, 4, 4, rule, 1, True,
-                                         seed=4))
-    o, final = fwp.delta_rule(q, k, v, beta, rule=rule, dpfp=fwp.DPFP(1),
-                              initial_state=state, output_final_state=True)
-    for t in range(20):
-        step, state = fwp.delta_rule_step(
-            q[:, t].contiguous(), k[:, t].contiguous(), v[:, t].contiguous(),
-            None if beta is None else beta[:, t].contiguous(), state,
-            rule=rule, dpfp=fwp.DPFP(1))
-        assert relative_error(step, o[:, t]) < 1e-5
-    assert relative_error(state, final) < 1e-5
+    check_steps_equal_the_scan(
+        on_gpu(inputs(2, 20, 3, 4, 4, rule, 1, True, seed=4)), rule, 1e-5)
 
 
 @needs_gpu
