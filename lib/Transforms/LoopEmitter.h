@@ -21,6 +21,19 @@
 
 namespace fwp {
 
+/// x (a float) in the float type `to`: extended, rounded to nearest even,
+/// or as it is. 16-bit storage is read and written through it.
+inline mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value x, mlir::Type to) {
+  unsigned from = x.getType().getIntOrFloatBitWidth(),
+           width = to.getIntOrFloatBitWidth();
+  if (from < width)
+    return mlir::arith::ExtFOp::create(b, loc, to, x);
+  if (from > width)
+    return mlir::arith::TruncFOp::create(b, loc, to, x);
+  return x;
+}
+
 using mlir::function_ref;
 using mlir::ImplicitLocOpBuilder;
 using mlir::OpBuilder;
@@ -74,23 +87,17 @@ public:
   /// type.
   Value load(Value memref, ValueRange indices) {
     Value x = mlir::memref::LoadOp::create(b, memref, indices);
-    return isNarrowerFloat(x.getType())
-               ? mlir::arith::ExtFOp::create(b, elementType, x).getResult()
+    return mlir::isa<mlir::FloatType>(x.getType())
+               ? convertFloat(b, b.getLoc(), x, elementType)
                : x;
   }
   /// memref[indices] = value, rounded to nearest even into 16-bit storage.
   void store(Value value, Value memref, ValueRange indices) {
     Type stored =
         mlir::cast<mlir::MemRefType>(memref.getType()).getElementType();
-    if (isNarrowerFloat(stored) && value.getType() == elementType)
-      value = mlir::arith::TruncFOp::create(b, stored, value);
+    if (mlir::isa<mlir::FloatType>(stored))
+      value = convertFloat(b, b.getLoc(), value, stored);
     mlir::memref::StoreOp::create(b, value, memref, indices);
-  }
-  /// Whether `type` is a float narrower than the element type.
-  bool isNarrowerFloat(Type type) const {
-    return mlir::isa<mlir::FloatType>(type) &&
-           mlir::isa<mlir::FloatType>(elementType) &&
-           type.getIntOrFloatBitWidth() < elementType.getIntOrFloatBitWidth();
   }
   /// for iv in [lb, ub): body(iv).
   void forLoop(Value lb, Value ub, function_ref<void(Value)> body) {

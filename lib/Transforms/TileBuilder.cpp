@@ -1,6 +1,7 @@
 //===- TileBuilder.cpp - Tile operations on static views ------------------===//
 
 #include "TileBuilder.h"
+#include "LoopEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -12,16 +13,6 @@ namespace {
 constexpr auto kFlags =
     arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 } // namespace
-
-Value convertFloat(OpBuilder &b, Location loc, Value x, Type to) {
-  unsigned from = x.getType().getIntOrFloatBitWidth(),
-           width = to.getIntOrFloatBitWidth();
-  if (from < width)
-    return arith::ExtFOp::create(b, loc, to, x);
-  if (from > width)
-    return arith::TruncFOp::create(b, loc, to, x);
-  return x;
-}
 
 int64_t TileBuilder::rank(Value tile) const {
   return cast<MemRefType>(tile.getType()).getRank();

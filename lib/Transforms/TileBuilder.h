@@ -36,11 +36,6 @@ enum class Transposed { None, Lhs, Rhs };
 /// first i + 1 column blocks; a causal mask zeroes the rest).
 enum class Triangular { Lhs, Result };
 
-/// x (a float) in the float type `to`: extended, rounded to nearest even,
-/// or as it is. 16-bit storage is read and written through it.
-mlir::Value convertFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
-                         mlir::Type to);
-
 class TileBuilder {
 public:
   TileBuilder(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType)
