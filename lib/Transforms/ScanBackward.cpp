@@ -20,7 +20,7 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
   e.kernel("scan_state_grad", {batch, heads, blocks}, [&](ValueRange ids) {
     Value b = ids[0], h = ids[1];
     Value v0 = e.mulIndex(ids[2], e.index(config.valueBlock));
-    // The block's rows of dS (and of dU^T W~) stay on chip across the
+    // The block's rows of dS (and its scratch) stay on chip across the
     // chunks where they fit, and go to the initial state's gradient at the
     // end.
     bool local = config.localStateGrad();
@@ -28,12 +28,13 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
       return local ? localStateTile() : blockRows(buffer, b, h, v0);
     };
     Value ds = stateTile(buf.dState);
-    Value written = config.isDelta() ? stateTile(buf.dsWritten) : Value();
+    Value scratch =
+        config.stateGradScratch() ? stateTile(buf.dsScratch) : Value();
     emitBlockRowsInit(buf.dFinal, ds, b, h, v0);
     e.forLoop(e.index(0), chunks, [&](Value i) {
       Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
       auto [t0, len] = chunkSpan(c, seqLen);
-      emitStateGradChunk(b, h, v0, c, t0, len, ds, written);
+      emitStateGradChunk(b, h, v0, c, t0, len, ds, scratch);
     });
     if (local)
       tiles.copy(ds, blockRows(buf.dState, b, h, v0));
@@ -60,8 +61,9 @@ void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
   e.kernel("scan_backward", {batch, heads, e.index(1)}, [&](ValueRange ids) {
     Value b = ids[0], h = ids[1];
     Value ds = blockRows(buf.dState, b, h, zero);
-    Value written =
-        config.isDelta() ? blockRows(buf.dsWritten, b, h, zero) : Value();
+    Value scratch = config.stateGradScratch()
+                        ? blockRows(buf.dsScratch, b, h, zero)
+                        : Value();
     emitBlockRowsInit(buf.dFinal, ds, b, h, zero);
     e.forLoop(zero, chunks, [&](Value i) {
       Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
@@ -71,7 +73,7 @@ void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
                     stateAsRhs(chunkStartState(b, h, c), /*local=*/false,
                                buf.st, b, h, zero),
                     t0);
-      emitStateGradChunk(b, h, zero, c, t0, len, ds, written);
+      emitStateGradChunk(b, h, zero, c, t0, len, ds, scratch);
       emitChunkGrad(b, h, c, t0, len);
       emitInputGrads(b, h, t0, len);
     });
@@ -79,16 +81,16 @@ void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
 }
 
 /// On the value block [v0, v0 + Bv), given its rows dS of the gradient of
-/// the chunk's end state: dU = P^T dY + K dS^T, then
+/// the chunk's end state: dU = P^T dY + K dS^T, dK's term U dS, then
 /// dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule), into
-/// `ds`, with dU^T W~ in `written`. Value blocks are independent: each
-/// needs only its own columns of dY and dU.
+/// `ds`, with dU^T W~ in `scratch`. Value blocks are independent but for
+/// U dS, a sum over them.
 void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value c,
                                      Value t0, Value len, Value ds,
-                                     Value written) {
+                                     Value scratch) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
-  Value zero = e.index(0), w0 = workspaceRow(t0);
+  Value w0 = workspaceRow(t0);
   emitChunkLoad(buf.dy, buf.dyw, b, h, v0, t0, len, block);
   StateRhs dsT = stateAsRhs(ds, config.localStateGrad(), buf.dst, b, h, v0);
   Value dy = tiles.tile(buf.dyw, {b, h, w0, v0}, chunk, block);
@@ -96,15 +98,43 @@ void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value c,
   tiles.product(chunkRows(buf.pq, b, h, t0, chunk), dy, du, Transposed::Lhs);
   tiles.product(chunkRows(buf.kf, b, h, t0, dFeature), dsT.tile, du, dsT.form,
                 /*accumulate=*/true);
-  tiles.copy(ds, tiles.tile(buf.dChunkEnds, {b, h, workspaceChunk(c), v0, zero},
-                            block, dFeature));
+  emitKeyGradStateTerm(b, h, v0, t0, ds, scratch);
   tiles.product(dy, chunkRows(buf.qf, b, h, t0, dFeature), ds, Transposed::Lhs,
                 /*accumulate=*/true);
   if (!config.isDelta())
     return;
-  tiles.product(du, chunkRows(buf.wt, b, h, t0, dFeature), written,
+  tiles.product(du, chunkRows(buf.wt, b, h, t0, dFeature), scratch,
                 Transposed::Lhs);
-  tiles.subtract(ds, written, ds);
+  tiles.subtract(ds, scratch, ds);
+}
+
+/// dK = U dS + ... takes its state term here, from the running state
+/// gradient at the chunk's end, so that no kernel keeps that gradient for
+/// every chunk (docs/kernels.md, "What is kept"): dK's chunk rows = U dS,
+/// which scan_chunk_grad then adds to. With the value columns split over
+/// instances, U dS is the sum of their U[:, vb] dS[vb, :]: each adds its
+/// share atomically to rows that scan_prepare zeroed, `scratch` (Bv x D)
+/// rows at a time. Two shares make the same sum in either order.
+void ScanKernels::emitKeyGradStateTerm(Value b, Value h, Value v0, Value t0,
+                                       Value ds, Value scratch) {
+  int64_t chunk = config.chunk, dFeature = config.dFeature,
+          block = config.valueBlock;
+  Value zero = e.index(0), w0 = workspaceRow(t0);
+  if (!config.splitsValues())
+    return tiles.product(tiles.tile(buf.u, {b, h, w0, v0}, chunk, block), ds,
+                         chunkRows(buf.dkf, b, h, t0, dFeature));
+  auto addShare = [&](Value row, int64_t rows) {
+    Value share = tiles.tile(scratch, {zero, zero}, rows, dFeature);
+    tiles.product(tiles.tile(buf.u, {b, h, row, v0}, rows, block), ds, share);
+    tiles.atomicAdd(share,
+                    tiles.tile(buf.dkf, {b, h, row, zero}, rows, dFeature));
+  };
+  int64_t pieces = chunk / block, rest = chunk % block;
+  e.forLoop(zero, e.index(pieces), [&](Value i) {
+    addShare(e.addIndex(w0, e.mulIndex(i, e.index(block))), block);
+  });
+  if (rest)
+    addShare(e.addIndex(w0, e.index(pieces * block)), rest);
 }
 
 /// Stores a chunk x cols tile of the workspace to the rows of a
@@ -125,9 +155,9 @@ void ScanKernels::emitStepStore(Value tile, Value out, Value b, Value h,
       });
 }
 
-/// Per chunk, from dY, U, dU and the chunk's start and end (gradient)
-/// states: dP = tril(dY U^T), dQ = dY S + dP K, dK = dP^T Q + U dS (+ the
-/// WY terms of the delta rule), dV, and for the delta rule dbeta.
+/// Per chunk, from dY, U, dU, the chunk's start state and dK's state term:
+/// dP = tril(dY U^T), dQ = dY S + dP K, dK += dP^T Q (+ the WY terms of the
+/// delta rule), dV, and for the delta rule dbeta.
 void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
                                 Value len) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
@@ -142,7 +172,6 @@ void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
         q = rows(buf.qf, dFeature), k = rows(buf.kf, dFeature),
         dp = rows(buf.dp, chunk);
   Value state = chunkStartState(b, h, c);
-  Value stateGrad = perChunk(buf.dChunkEnds, dValue, dFeature);
   Value valuesT = perChunk(buf.valuesT, dValue, chunk);
   // dP = tril(dY U^T).
   tiles.transpose(u, valuesT);
@@ -153,10 +182,9 @@ void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
   tiles.product(dy, state, dq);
   tiles.lowerProduct(dp, k, dq, config.causalBlock, Triangular::Lhs,
                      /*accumulate=*/true);
-  // dK = dP^T Q + U dS.
-  Value dk = rows(buf.dkf, dFeature);
-  tiles.product(dp, q, dk, Transposed::Lhs);
-  tiles.product(u, stateGrad, dk, Transposed::None, /*accumulate=*/true);
+  // dK = U dS + dP^T Q, U dS from scan_state_grad.
+  tiles.product(dp, q, rows(buf.dkf, dFeature), Transposed::Lhs,
+                /*accumulate=*/true);
   if (!config.isDelta())
     return emitStepStore(rows(buf.du, dValue), buf.dv, b, h, t0, len);
   emitDeltaChunkGrad(b, h, c, t0, len);

@@ -63,6 +63,10 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
   e.kernel("scan_prepare", {batch, heads, chunks}, [&](ValueRange ids) {
     auto [t0, len] = chunkSpan(ids[2], seqLen);
     emitPrepare(ids[0], ids[1], ids[2], t0, len);
+    // A gradient's scan_state_grad instances add their shares of dK's
+    // state term into these rows.
+    if (buf.dkf && config.splitsValues())
+      tiles.fill(chunkRows(buf.dkf, ids[0], ids[1], t0, config.dFeature), 0.0);
   });
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state", {batch, heads, blocks}, [&](ValueRange ids) {

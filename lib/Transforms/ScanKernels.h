@@ -13,9 +13,10 @@
 //                                      a block of value columns (tiles)
 // Backward (fwp.scan_grad): prepare and state again (the state kernel keeps
 // each chunk's start state and U), then
-//   state_grad  forall (b, h, vblock)  backwards over chunks: dU and the
-//                                      state gradient at each chunk end on
-//                                      a block of value rows (tiles)
+//   state_grad  forall (b, h, vblock)  backwards over chunks: dU, the
+//                                      state gradient on a block of value
+//                                      rows and dK's term U dS from it
+//                                      (tiles)
 //   chunk_grad  forall (b, h, chunk)   dQ, dK, dV, dbeta, all chunks in
 //                                      parallel (tiles)
 //   input_grad  forall (b, h, chunk)   dq, dk through DPFP's backward
@@ -92,10 +93,16 @@ struct ScanConfig {
            count * valueBlock * (dFeature + rowPadding) * elementBytes <=
                kLocalStateBytes;
   }
-  /// Kernel-local tiles of scan_state (S) and of scan_state_grad (dS and,
-  /// for the delta rule, dU^T W~).
+  /// Whether the state kernels' instances split the value columns, so that
+  /// a sum over them (dK's term U dS) crosses instances.
+  bool splitsValues() const { return valueBlock < dValue; }
+  /// Whether scan_state_grad needs a Bv x D scratch tile besides dS: for
+  /// dU^T W~ (delta rule) and for an instance's share of U dS.
+  bool stateGradScratch() const { return isDelta() || splitsValues(); }
+  /// Kernel-local tiles of scan_state (S) and of scan_state_grad (dS and
+  /// its scratch).
   bool localForwardState() const { return localState(1); }
-  bool localStateGrad() const { return localState(isDelta() ? 2 : 1); }
+  bool localStateGrad() const { return localState(stateGradScratch() ? 2 : 1); }
 };
 
 /// Buffers of the kernels; null where a configuration does not use one.
@@ -125,13 +132,13 @@ struct ScanBuffers {
   // state gradient [B, H, d_v, D], which ends as the initial state's.
   Value dq, dk, dv, dbeta, dState;
   // Backward workspace [B, H, T', *], the rows past T zero: output
-  // gradients dY and dU (d_v), feature gradients (D), the state gradient at
-  // every chunk end [B, H, chunks, d_v, D], its transpose at the current
-  // chunk [B, H, D, d_v] and (delta) dU^T W~ [B, H, d_v, D]; per chunk U^T
+  // gradients dY and dU (d_v), feature gradients (D), the state gradient's
+  // transpose at the current chunk [B, H, D, d_v] and its scratch (dU^T W~,
+  // an instance's share of U dS) [B, H, d_v, D]; per chunk U^T
   // then V^T [B, H, chunks, d_v, C], and dP, dA, A^T dA, dM, A^T then dM^T
   // (C), dW~ and A^T dW~ (D), A^T dU (d_v), dbeta ([B, H, T']).
-  Value dyw, du, dqf, dkf, dChunkEnds, dst, dsWritten, valuesT, dp, da, atda,
-      dm, squareT, dwt, atdwt, atdu, dbw;
+  Value dyw, du, dqf, dkf, dst, dsScratch, valuesT, dp, da, atda, dm, squareT,
+      dwt, atdwt, atdu, dbw;
   // DPFP's backward, for q and then k: phi unnormalised (D), sum(phi) and
   // g . phi ([B, H, T']), dL/dx (2d).
   Value phi, phiSums, phiDots, dx;
@@ -220,7 +227,9 @@ private:
 
   // Backward pieces.
   void emitStateGradChunk(Value b, Value h, Value v0, Value c, Value t0,
-                          Value len, Value ds, Value written);
+                          Value len, Value ds, Value scratch);
+  void emitKeyGradStateTerm(Value b, Value h, Value v0, Value t0, Value ds,
+                            Value scratch);
   void emitStepStore(Value tile, Value out, Value b, Value h, Value t0,
                      Value len);
   void emitChunkGrad(Value b, Value h, Value c, Value t0, Value len);

@@ -373,4 +373,21 @@ void TileBuilder::transpose(Value in, Value out) {
   linalg::TransposeOp::create(b, in, out, ArrayRef<int64_t>{1, 0});
 }
 
+// A loop the instance's threads share (scf.parallel, as the masked stores
+// of a partial chunk), not a linalg op: linalg has no atomic update.
+void TileBuilder::atomicAdd(Value in, Value out) {
+  ArrayRef<int64_t> sizes = shape(in);
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  SmallVector<Value> lbs(sizes.size(), zero), steps(sizes.size(), one), ubs;
+  for (int64_t size : sizes)
+    ubs.push_back(arith::ConstantIndexOp::create(b, size));
+  auto loop = scf::ParallelOp::create(b, lbs, ubs, steps);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  ValueRange point = loop.getInductionVars();
+  Value x = memref::LoadOp::create(b, in, point);
+  memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, x, out, point);
+}
+
 } // namespace fwp

@@ -142,6 +142,10 @@ public:
   /// that its rows are contiguous where the product walks them.
   void transpose(mlir::Value in, mlir::Value out);
 
+  /// out += in elementwise, each addition atomic: kernel instances adding
+  /// their shares of one sum into `out` (global memory).
+  void atomicAdd(mlir::Value in, mlir::Value out);
+
 private:
   /// out = combine(lhs, rhs), elementwise.
   void

@@ -424,7 +424,8 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   buf.dqf = alloc.workspace(config->dFeature);
   buf.dkf = alloc.workspace(config->dFeature);
   buf.dp = alloc.workspace(config->chunk);
-  buf.dChunkEnds = alloc.perChunk(config->dValue, config->dFeature);
+  if (config->stateGradScratch() && !config->localStateGrad())
+    buf.dsScratch = alloc.state();
   if (config->fusedDpfp) {
     buf.phi = alloc.workspace(config->dFeature);
     buf.phiSums = alloc.workspaceColumn();
@@ -435,8 +436,6 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
     auto betaType = op.getDbeta().getType();
     buf.dbeta =
         alloc.perStepColumn(betaType, casts.resultElement(op.getDbeta()));
-    if (!config->localStateGrad())
-      buf.dsWritten = alloc.state();
     buf.dbw = alloc.workspaceColumn();
     buf.squareT = alloc.workspace(config->chunk);
     buf.da = alloc.workspace(config->chunk);

@@ -12,6 +12,7 @@
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 state-memory=workgroup" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=LOCAL
 // RUN: not fwp-opt %s -fwp-tile-scan=state-memory=registers -split-input-file 2>&1 | FileCheck %s --check-prefix=BADMEM
 // BADMEM: error: fwp-tile-scan: state-memory must be workspace, workgroup or stack, got 'registers'
+// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 value-block=4" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
 
 // The delta rule at the tile level. The workspace is padded to whole
 // chunks (N * 16 rows). A prepare kernel over (batch, head, chunk) loads
@@ -162,7 +163,6 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // FUSED-LABEL: func @delta_grad
 // FUSED: %[[N:.*]] = arith.ceildivsi
 // FUSED: %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}, %[[N]]) : memref<?x?x?x8x16xf32>
-// FUSED: %[[ENDS:.*]] = memref.alloc(%{{.*}}, %{{.*}}, %c1{{.*}}) : memref<?x?x?x8x16xf32>
 // FUSED: } {fwp.kernel = "scan_forward", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // FUSED: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
 // FUSED: scf.for %[[I:.*]] = %{{.*}} to %[[M:.*]] step
@@ -190,6 +190,19 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[N]])
 // CHECK: } {fwp.kernel = "scan_input_grad", mapping = [#gpu.block<x>, #gpu.block<y>{{.*}}]}
 // CHECK-COUNT-4: bufferization.to_tensor
+// Split into value blocks (4 of d_v = 8), scan_state_grad's instances
+// add their shares of dK's term U dS, the chunk's rows 4 at a time, through
+// a scratch tile and atomic adds, to rows that scan_prepare zeroed.
+// SPLIT-LABEL: func @delta_grad
+// SPLIT: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<16x16xf32, {{.*}}>){{[[:space:]]+}}} {fwp.kernel = "scan_prepare"
+// SPLIT: } {fwp.kernel = "scan_state"
+// SPLIT: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c2
+// SPLIT: scf.for %{{.*}} = %{{.*}} to %c4
+// SPLIT: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<4x4xf32, {{.*}}>, memref<4x16xf32, {{.*}}>) outs(%[[SHARE:.*]] : memref<4x16xf32
+// SPLIT: scf.parallel
+// SPLIT: %[[X:.*]] = memref.load %[[SHARE]]
+// SPLIT: memref.atomic_rmw addf %[[X]]
+// SPLIT: } {fwp.kernel = "scan_state_grad"
 // With the state in workgroup memory, scan_state_grad keeps its block of
 // dS and of dU^T W~ in two kernel-local tiles across the chunks: dU reads
 // dS transposed in place (dU += K dS^T), dS -= dU^T W~ on the tiles, and

@@ -195,16 +195,19 @@ TEST_F(BackwardTest, Float64MatchesReference) {
 ///   scan_chunk_grad, scan_input_grad) with the GPU's value blocks of 32
 ///   and its state and state gradient in kernel-local tiles (on the stack
 ///   here, in shared memory on the GPU) that the products read transposed.
-///   d_v = 64 makes two value blocks; D = 128 local tiles of 16 KiB (f32)
-///   and 32 KiB (f64), so that the f64 gradient's two tiles go to the
-///   workspace instead.
+///   d_v = 64 makes two value blocks, which add their shares of dK's term
+///   U dS atomically, by rows of 32 (C = 48: one piece and a rest of 16;
+///   C = 16: the rest only), both rules; D = 128 local tiles of
+///   16 KiB (f32) and 32 KiB (f64), so that the f64 gradient's two tiles
+///   go to the workspace instead.
 TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
   if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
     GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
   const Case cases[] = {{Rule::Delta, 4, 16, 1, 16, 133, 1},
                         {Rule::Delta, 6, 8, 2, 64, 19, 7},
                         {Rule::Sum, 4, 12, 1, 32, 70, 2},
-                        {Rule::Delta, 1, 64, 1, 16, 40, 2}};
+                        {Rule::Delta, 1, 64, 1, 16, 40, 2},
+                        {Rule::Sum, 1, 64, 1, 48, 70, 2}};
   fwp::jit::CompileOptions options;
   options.cpuGpuTiling = true;
   for (DType dtype : {DType::F32, DType::F64}) {
