@@ -64,14 +64,26 @@ constexpr int64_t kCpuCausalBlock = 16;
 constexpr int64_t kCpuValueBlock = 64;
 constexpr int64_t kGpuValueBlock = 32;
 
+/// Instances of the GPU's chunk-parallel backward kernels, each with one
+/// chunk of scratch: about four times the blocks an H100 holds at once (2
+/// of scan_chunk_grad's 128 threads at over 200 registers on each of 132
+/// SMs), so that the grid stays full and balanced, while the scratch is
+/// 512 chunks, not B H N (4096 at issue 9's shape).
+constexpr int64_t kGpuScratchSlots = 512;
+/// The same kernels on the host (gpu-tiling) take few slots, so that the
+/// tests' small problems have instances that take several chunks in turn,
+/// as the GPU's do at large sizes.
+constexpr int64_t kHostScratchSlots = 8;
+
 /// The GPU's scan kernels: one per step (prepare, state, ...), whole
 /// products, which deal evenly across its warps, value blocks of 32, which
-/// fill its grid, and the state kept on chip across the chunks in local
-/// tiles in `stateMemory` (shared memory; the stack when the host runs
-/// them).
-FwpTileScanOptions gpuTileScan(int64_t chunkSize, std::string stateMemory) {
-  return {chunkSize, kGpuValueBlock, /*causalBlock=*/0, /*fuse=*/false,
-          std::move(stateMemory)};
+/// fill its grid, the state kept on chip across the chunks in local tiles
+/// in `stateMemory` (shared memory; the stack when the host runs them),
+/// and the backward's per-chunk scratch in `scratchSlots` slots.
+FwpTileScanOptions gpuTileScan(int64_t chunkSize, std::string stateMemory,
+                               int64_t scratchSlots) {
+  return {chunkSize,      kGpuValueBlock,         /*causalBlock=*/0,
+          /*fuse=*/false, std::move(stateMemory), scratchSlots};
 }
 } // namespace
 
@@ -107,12 +119,12 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // warps, and value blocks of 32, which fill its grid.)
   // With gpu-tiling the scan takes the GPU's kernels instead, its local
   // state tiles on each instance's stack.
-  buildFwpToLoopsPipeline(pm, options.gpuTiling
-                                  ? gpuTileScan(options.chunkSize, "stack")
-                                  : FwpTileScanOptions{options.chunkSize,
-                                                       kCpuValueBlock,
-                                                       kCpuCausalBlock,
-                                                       /*fuse=*/true});
+  buildFwpToLoopsPipeline(
+      pm, options.gpuTiling
+              ? gpuTileScan(options.chunkSize, "stack", kHostScratchSlots)
+              : FwpTileScanOptions{options.chunkSize, kCpuValueBlock,
+                                   kCpuCausalBlock,
+                                   /*fuse=*/true});
   // The host frees its workspace. (The PTX pipeline leaves the host side to
   // the runtime, and canonicalising the kernels before they are mapped to
   // threads made ptxas spill, so it skips both.)
@@ -154,7 +166,8 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
-  buildFwpToLoopsPipeline(pm, gpuTileScan(options.chunkSize, "workgroup"));
+  buildFwpToLoopsPipeline(
+      pm, gpuTileScan(options.chunkSize, "workgroup", kGpuScratchSlots));
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's

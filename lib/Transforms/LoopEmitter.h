@@ -101,7 +101,11 @@ public:
   }
   /// for iv in [lb, ub): body(iv).
   void forLoop(Value lb, Value ub, function_ref<void(Value)> body) {
-    auto loop = mlir::scf::ForOp::create(b, lb, ub, index(1));
+    forLoop(lb, ub, index(1), body);
+  }
+  /// for iv in [lb, ub) by `step`: body(iv).
+  void forLoop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
+    auto loop = mlir::scf::ForOp::create(b, lb, ub, step);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
     body(loop.getInductionVar());

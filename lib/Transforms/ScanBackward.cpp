@@ -39,16 +39,16 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
     if (local)
       tiles.copy(ds, blockRows(buf.dState, b, h, v0));
   });
-  e.kernel("scan_chunk_grad", {batch, heads, chunks}, [&](ValueRange ids) {
-    auto [t0, len] = chunkSpan(ids[2], seqLen);
-    emitChunkGrad(ids[0], ids[1], ids[2], t0, len);
-  });
+  emitChunkKernel("scan_chunk_grad", seqLen, chunks, batch, heads,
+                  [&](Value b, Value h, Value c, Value t0, Value len) {
+                    emitChunkGrad(b, h, c, t0, len);
+                  });
   // A kernel of its own: DPFP's backward is register-hungry, and alone it
   // leaves the chunk gradients' kernel small enough not to spill.
-  e.kernel("scan_input_grad", {batch, heads, chunks}, [&](ValueRange ids) {
-    auto [t0, len] = chunkSpan(ids[2], seqLen);
-    emitInputGrads(ids[0], ids[1], t0, len);
-  });
+  emitChunkKernel("scan_input_grad", seqLen, chunks, batch, heads,
+                  [&](Value b, Value h, Value, Value t0, Value len) {
+                    emitInputGrads(b, h, t0, len);
+                  });
 }
 
 /// One instance per (batch, head) goes backwards over the chunks: each
@@ -225,7 +225,8 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
   tiles.negate(dm);
   tiles.maskLower(dm, /*strict=*/true);
   // dbeta = rowsum(A^T dU * V) + rowsum(A^T dW~ * K) + rowsum(dM * G).
-  Value dbeta = tiles.tile(buf.dbw, {b, h, workspaceRow(t0)}, chunk);
+  Value dbeta =
+      tiles.tile(buf.dbw, rowAt(buf.dbw, b, h, workspaceRow(t0)), chunk);
   tiles.fill(dbeta, 0.0);
   tiles.addRowDots(atdu, v, dbeta);
   tiles.addRowDots(atdwt, k, dbeta);
@@ -275,8 +276,8 @@ void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
   Value phi = chunkRows(buf.phi, b, h, t0, config.dFeature);
   Value g = chunkRows(featureGrad, b, h, t0, config.dFeature);
   Value w0 = workspaceRow(t0);
-  Value sums = tiles.tile(buf.phiSums, {b, h, w0}, chunk);
-  Value dots = tiles.tile(buf.phiDots, {b, h, w0}, chunk);
+  Value sums = tiles.tile(buf.phiSums, rowAt(buf.phiSums, b, h, w0), chunk);
+  Value dots = tiles.tile(buf.phiDots, rowAt(buf.phiDots, b, h, w0), chunk);
   emitDpfpProducts(x, buf.phi, b, h, w0);
   tiles.rowSums(phi, sums, 0.0);
   tiles.rowDotsOfRoundedProducts(g, phi, dots);
@@ -305,8 +306,10 @@ void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
   Value zero = e.index(0), half = e.index(d);
   Value positive = tiles.tile(x, {b, h, w0, zero}, chunk, d);
   Value negative = tiles.tile(x, {b, h, w0, half}, chunk, d);
-  Value dxPositive = tiles.tile(buf.dx, {b, h, w0, zero}, chunk, d);
-  Value dxNegative = tiles.tile(buf.dx, {b, h, w0, half}, chunk, d);
+  Value dxPositive =
+      tiles.tile(buf.dx, rowAt(buf.dx, b, h, w0, zero), chunk, d);
+  Value dxNegative =
+      tiles.tile(buf.dx, rowAt(buf.dx, b, h, w0, half), chunk, d);
   tiles.mapRows(
       {positive, dxPositive, negative, dxNegative}, {}, dxPositive,
       [&](OpBuilder &nb, Location loc, ValueRange v, ValueRange) {
@@ -333,7 +336,8 @@ void ScanKernels::emitDpfpInputGradient(Value x, Value dphi, Value b, Value h,
                                         Value t0) {
   int64_t chunk = config.chunk, twoD = 2 * config.dInput;
   auto cols = [&](Value buffer, int64_t col, int64_t width) {
-    return tiles.tile(buffer, {b, h, t0, e.index(col)}, chunk, width);
+    return tiles.tile(buffer, rowAt(buffer, b, h, t0, e.index(col)), chunk,
+                      width);
   };
   tiles.fill(cols(buf.dx, 0, twoD), 0.0);
   for (int64_t i = 1; i <= config.nu; ++i) {

@@ -168,8 +168,55 @@ void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len,
 /// chunk that starts at step t0.
 Value ScanKernels::chunkRows(Value buffer, Value b, Value h, Value t0,
                              int64_t width) {
-  return tiles.tile(buffer, {b, h, workspaceRow(t0), e.index(0)}, config.chunk,
-                    width);
+  return tiles.tile(buffer, rowAt(buffer, b, h, workspaceRow(t0), e.index(0)),
+                    config.chunk, width);
+}
+
+SmallVector<Value, 4> ScanKernels::rowAt(Value buffer, Value b, Value h,
+                                         Value row, Value col) {
+  SmallVector<Value, 4> offsets = {b, h, row};
+  if (buf.slotScratch.contains(buffer)) {
+    assert(slot && "slot scratch outside a slot's instance");
+    Value zero = e.index(0);
+    offsets = {slot, zero, row == slotRow ? zero : e.subIndex(row, slotRow)};
+  }
+  if (col)
+    offsets.push_back(col);
+  return offsets;
+}
+
+void ScanKernels::emitChunkKernel(
+    StringRef name, Value seqLen, Value chunks, Value batch, Value heads,
+    function_ref<void(Value, Value, Value, Value, Value)> body) {
+  if (!config.scratchSlots) {
+    e.kernel(name, {batch, heads, chunks}, [&](ValueRange ids) {
+      auto [t0, len] = chunkSpan(ids[2], seqLen);
+      body(ids[0], ids[1], ids[2], t0, len);
+    });
+    return;
+  }
+  // Item (b H + h) N + c is chunk c of head (b, h); instance s takes items
+  // s, s + slots, ... (the allocator made as many slots).
+  Value items = e.mulIndex(e.mulIndex(batch, heads), chunks);
+  Value slots = e.minIndex(items, e.index(config.scratchSlots));
+  Value one = e.index(1);
+  e.kernel(name, {slots, one, one}, [&](ValueRange ids) {
+    e.forLoop(ids[0], items, slots, [&](Value item) {
+      Value c = arith::RemSIOp::create(e.b, item, chunks);
+      Value head = arith::DivSIOp::create(e.b, item, chunks);
+      Value h = arith::RemSIOp::create(e.b, head, heads);
+      Value b = arith::DivSIOp::create(e.b, head, heads);
+      auto [t0, len] = chunkSpan(c, seqLen);
+      // The same slot as ids[0], but formed from the item: addresses in a
+      // slot's scratch then vary with the loop, and are not hoisted out
+      // of it to stay in registers across the instance's whole work (at
+      // 255 registers scan_chunk_grad spilled).
+      slot = arith::RemSIOp::create(e.b, item, slots);
+      slotRow = t0;
+      body(b, h, c, t0, len);
+      slot = slotRow = nullptr;
+    });
+  });
 }
 
 /// Chunk c's rows x cols matrix of the per-chunk workspace `buffer`
@@ -177,6 +224,10 @@ Value ScanKernels::chunkRows(Value buffer, Value b, Value h, Value t0,
 Value ScanKernels::chunkMatrix(Value buffer, Value b, Value h, Value c,
                                int64_t rows, int64_t cols) {
   Value zero = e.index(0);
+  if (buf.slotScratch.contains(buffer)) {
+    assert(slot && "slot scratch outside a slot's instance");
+    return tiles.tile(buffer, {slot, zero, zero, zero, zero}, rows, cols);
+  }
   return tiles.tile(buffer, {b, h, workspaceChunk(c), zero, zero}, rows, cols);
 }
 
@@ -217,13 +268,16 @@ void ScanKernels::emitDpfpProducts(Value x, Value features, Value b, Value h,
   Value zero = e.index(0);
   for (int64_t i = 1; i <= config.nu; ++i) {
     int64_t base = (i - 1) * twoD;
-    tiles.multiply(
-        tiles.tile(x, {b, h, t0, e.index(i)}, chunk, twoD - i),
-        tiles.tile(x, {b, h, t0, zero}, chunk, twoD - i),
-        tiles.tile(features, {b, h, t0, e.index(base + i)}, chunk, twoD - i));
+    tiles.multiply(tiles.tile(x, {b, h, t0, e.index(i)}, chunk, twoD - i),
+                   tiles.tile(x, {b, h, t0, zero}, chunk, twoD - i),
+                   tiles.tile(features,
+                              rowAt(features, b, h, t0, e.index(base + i)),
+                              chunk, twoD - i));
     tiles.multiply(tiles.tile(x, {b, h, t0, zero}, chunk, i),
                    tiles.tile(x, {b, h, t0, e.index(twoD - i)}, chunk, i),
-                   tiles.tile(features, {b, h, t0, e.index(base)}, chunk, i));
+                   tiles.tile(features,
+                              rowAt(features, b, h, t0, e.index(base)), chunk,
+                              i));
   }
 }
 

@@ -50,6 +50,10 @@ enum class StateMemory { Workspace, Workgroup, Stack };
 /// and 32 x 32 windows, padded).
 constexpr int64_t kLocalStateBytes = 34 * 1024;
 
+/// The widest features (D) whose chunk-parallel backward kernels take
+/// scratch slots (ScanConfig::scratchSlots).
+constexpr int64_t kMaxSlotFeatures = 128;
+
 /// Elements a local state tile's rows are padded by in shared memory: rows
 /// 4 words longer than D (a multiple of 32 words) put the 8 rows a
 /// tensor-core fragment reads on different banks.
@@ -80,6 +84,12 @@ struct ScanConfig {
   StateMemory stateMemory = StateMemory::Workspace;
   /// The per-step inputs and outputs are [B, T, H, *] (else [T, B, H, *]).
   bool batchFirst = false;
+  /// Unfused gradients: scan_chunk_grad and scan_input_grad run
+  /// min(B H N, scratchSlots) instances, each going over its share of the
+  /// (batch, head, chunk) work in turn, and their scratch (what only one
+  /// chunk's work reads and writes: ScanBuffers::slotScratch) holds one
+  /// chunk per instance; 0: an instance per chunk, scratch for every chunk.
+  int64_t scratchSlots = 0;
   /// Bytes per element (4 or 8).
   int64_t elementBytes = 4;
 
@@ -142,6 +152,10 @@ struct ScanBuffers {
   // DPFP's backward, for q and then k: phi unnormalised (D), sum(phi) and
   // g . phi ([B, H, T']), dL/dx (2d).
   Value phi, phiSums, phiDots, dx;
+  // The buffers above that are one chunk per slot ([slots, 1, C, *],
+  // [slots, 1, C] or [slots, 1, 1, rows, cols]; ScanConfig::scratchSlots)
+  // rather than [B, H, T', *] or [B, H, chunks, rows, cols].
+  llvm::DenseSet<Value> slotScratch;
 };
 
 /// Emits the kernels of one scan into the current insertion point.
@@ -177,6 +191,18 @@ private:
   void ifWholeChunk(Value len, function_ref<void()> whole,
                     function_ref<void()> partial);
   Value chunkRows(Value buffer, Value b, Value h, Value t0, int64_t width);
+  /// The offsets of workspace row `row` (and column `col`, if given) of
+  /// head (b, h) in `buffer`: (b, h, row, col), or in a slot's scratch
+  /// (slot, 0, row - the instance's first row, col).
+  llvm::SmallVector<Value, 4> rowAt(Value buffer, Value b, Value h, Value row,
+                                    Value col = nullptr);
+  /// A chunk-parallel kernel: body(b, h, c) for every chunk of every head,
+  /// an instance each, or with ScanConfig::scratchSlots min(B H N, slots)
+  /// instances that take the chunks in turn, each with its scratch slot.
+  void emitChunkKernel(
+      llvm::StringRef name, Value seqLen, Value chunks, Value batch,
+      Value heads,
+      function_ref<void(Value b, Value h, Value c, Value t0, Value len)> body);
   /// Where the chunk starting at step t0 (chunk c) lives in the forward's
   /// workspace: row t0 (chunk c), or row 0 (chunk 0) when the forward is
   /// fused and the workspace holds one chunk.
@@ -240,6 +266,9 @@ private:
   TileBuilder tiles;
   ScanConfig config;
   ScanBuffers buf;
+  // The running instance's scratch slot and first workspace row, inside
+  // emitChunkKernel with scratch slots.
+  Value slot, slotRow;
 };
 
 } // namespace fwp

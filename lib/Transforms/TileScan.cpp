@@ -43,6 +43,7 @@ struct TileOptions {
   int64_t chunk, valueBlock, causalBlock;
   bool fuse;
   StateMemory stateMemory;
+  int64_t scratchSlots;
 };
 
 /// Reads what every scan-like op shares: element type, static sizes, rule
@@ -81,6 +82,11 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, const TileOptions &options) {
   if (options.fuse)
     config.valueBlock = config.dValue;
   config.stateMemory = options.stateMemory;
+  // The slots' loop over the chunks keeps more values in registers across
+  // scan_chunk_grad's work: at D = 256 (d_k = 64, nu = 2) it spilled.
+  config.scratchSlots = options.fuse || config.dFeature > kMaxSlotFeatures
+                            ? 0
+                            : options.scratchSlots;
   config.batchFirst = op.getBatchFirst();
   config.elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   return config;
@@ -138,6 +144,34 @@ public:
                      e.index(config.dFeature)},
                     elementType);
   }
+  /// Scratch of the chunk-parallel backward kernels with
+  /// ScanConfig::scratchSlots: one chunk per slot, [slots, 1, C, width]
+  /// (rows of a workspace whose batch is the slots and that has one head
+  /// and one chunk), else workspace(width).
+  Value chunkScratch(int64_t width) {
+    if (!config.scratchSlots)
+      return workspace(width);
+    return allocate(
+        b, {dyn, 1, config.chunk, width},
+        {slots(), e.index(1), e.index(config.chunk), e.index(width)},
+        elementType);
+  }
+  /// [slots, 1, C], else workspaceColumn().
+  Value chunkScratchColumn() {
+    if (!config.scratchSlots)
+      return workspaceColumn();
+    return allocate(b, {dyn, 1, config.chunk},
+                    {slots(), e.index(1), e.index(config.chunk)}, elementType);
+  }
+  /// [slots, 1, 1, rows, cols], else perChunk(rows, cols).
+  Value chunkScratchMatrix(int64_t rows, int64_t cols) {
+    if (!config.scratchSlots)
+      return perChunk(rows, cols);
+    return allocate(
+        b, {dyn, 1, 1, rows, cols},
+        {slots(), e.index(1), e.index(1), e.index(rows), e.index(cols)},
+        elementType);
+  }
   /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols] (one
   /// chunk for a fused workspace).
   Value perChunk(int64_t rows, int64_t cols) {
@@ -159,6 +193,15 @@ private:
     if (!padded)
       padded = e.mulIndex(chunks(), e.index(config.chunk));
     return padded;
+  }
+
+  /// min(B H N, scratchSlots), the chunk-parallel backward kernels'
+  /// instances (ScanKernels::emitChunkKernel makes the same number).
+  Value slots() {
+    if (!slotCount)
+      slotCount = e.minIndex(e.mulIndex(e.mulIndex(batch, heads), chunks()),
+                             e.index(config.scratchSlots));
+    return slotCount;
   }
 
   Value workspaceSteps() {
@@ -183,7 +226,7 @@ private:
   ScanConfig config;
   Type elementType;
   Value seqLen, batch, heads;
-  Value chunkCount, padded;
+  Value chunkCount, padded, slotCount;
 };
 
 /// The forward workspace; with `forBackward`, also what the backward reads.
@@ -420,30 +463,38 @@ LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
   buf.du = alloc.workspace(config->dValue);
   if (!config->localStateGrad())
     buf.dst = alloc.transposedState();
-  buf.valuesT = alloc.perChunk(config->dValue, config->chunk);
+  // What only one chunk's scan_chunk_grad or scan_input_grad reads and
+  // writes: with scratch slots, one chunk per slot.
+  auto scratch = [&](Value buffer) {
+    if (config->scratchSlots)
+      buf.slotScratch.insert(buffer);
+    return buffer;
+  };
+  buf.valuesT =
+      scratch(alloc.chunkScratchMatrix(config->dValue, config->chunk));
   buf.dqf = alloc.workspace(config->dFeature);
   buf.dkf = alloc.workspace(config->dFeature);
-  buf.dp = alloc.workspace(config->chunk);
+  buf.dp = scratch(alloc.chunkScratch(config->chunk));
   if (config->stateGradScratch() && !config->localStateGrad())
     buf.dsScratch = alloc.state();
   if (config->fusedDpfp) {
-    buf.phi = alloc.workspace(config->dFeature);
-    buf.phiSums = alloc.workspaceColumn();
-    buf.phiDots = alloc.workspaceColumn();
-    buf.dx = alloc.workspace(2 * config->dInput);
+    buf.phi = scratch(alloc.chunkScratch(config->dFeature));
+    buf.phiSums = scratch(alloc.chunkScratchColumn());
+    buf.phiDots = scratch(alloc.chunkScratchColumn());
+    buf.dx = scratch(alloc.chunkScratch(2 * config->dInput));
   }
   if (config->isDelta()) {
     auto betaType = op.getDbeta().getType();
     buf.dbeta =
         alloc.perStepColumn(betaType, casts.resultElement(op.getDbeta()));
-    buf.dbw = alloc.workspaceColumn();
-    buf.squareT = alloc.workspace(config->chunk);
-    buf.da = alloc.workspace(config->chunk);
-    buf.atda = alloc.workspace(config->chunk);
-    buf.dm = alloc.workspace(config->chunk);
-    buf.dwt = alloc.workspace(config->dFeature);
-    buf.atdwt = alloc.workspace(config->dFeature);
-    buf.atdu = alloc.workspace(config->dValue);
+    buf.dbw = scratch(alloc.chunkScratchColumn());
+    buf.squareT = scratch(alloc.chunkScratch(config->chunk));
+    buf.da = scratch(alloc.chunkScratch(config->chunk));
+    buf.atda = scratch(alloc.chunkScratch(config->chunk));
+    buf.dm = scratch(alloc.chunkScratch(config->chunk));
+    buf.dwt = scratch(alloc.chunkScratch(config->dFeature));
+    buf.atdwt = scratch(alloc.chunkScratch(config->dFeature));
+    buf.atdu = scratch(alloc.chunkScratch(config->dValue));
   }
 
   ScanKernels kernels(b, *config, buf);
@@ -495,7 +546,14 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
           << stateMemory << "'";
       return signalPassFailure();
     }
-    TileOptions options{chunkSize, valueBlock, causalBlock, fuse, *memory};
+    if (scratchSlots < 0) {
+      getOperation()->emitError("fwp-tile-scan: scratch-slots must be at "
+                                "least 0, got ")
+          << static_cast<int64_t>(scratchSlots);
+      return signalPassFailure();
+    }
+    TileOptions options{chunkSize, valueBlock, causalBlock,
+                        fuse,      *memory,    scratchSlots};
     SmallVector<Operation *> scans;
     getOperation()->walk([&](Operation *op) {
       if (isa<ScanOp, ScanGradOp>(op))

@@ -13,6 +13,9 @@
 // RUN: not fwp-opt %s -fwp-tile-scan=state-memory=registers -split-input-file 2>&1 | FileCheck %s --check-prefix=BADMEM
 // BADMEM: error: fwp-tile-scan: state-memory must be workspace, workgroup or stack, got 'registers'
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 value-block=4" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
+// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 scratch-slots=2" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SLOTS
+// RUN: not fwp-opt %s -fwp-tile-scan=scratch-slots=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=SLOTS-NEG
+// SLOTS-NEG: error: fwp-tile-scan: scratch-slots must be at least 0, got -1
 
 // The delta rule at the tile level. The workspace is padded to whole
 // chunks (N * 16 rows). A prepare kernel over (batch, head, chunk) loads
@@ -203,6 +206,23 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // SPLIT: %[[X:.*]] = memref.load %[[SHARE]]
 // SPLIT: memref.atomic_rmw addf %[[X]]
 // SPLIT: } {fwp.kernel = "scan_state_grad"
+// With scratch slots, what only one chunk's work reads and writes (here
+// dP, dA, dM, ..., phi, dL/dx) is one chunk per slot, and scan_chunk_grad
+// and scan_input_grad run an instance per slot, min(B H N, 2), each taking
+// the chunks s, s + slots, ... in turn.
+// SLOTS-LABEL: func @delta_grad
+// SLOTS: %[[ALLOCATED:.*]] = arith.minsi %{{.*}}, %c2{{.*}} : index
+// SLOTS: memref.alloc(%[[ALLOCATED]]) : memref<?x1x16x16xf32>
+// SLOTS: } {fwp.kernel = "scan_state_grad"
+// SLOTS: %[[ITEMS:.*]] = arith.muli
+// SLOTS: %[[SLOTS:.*]] = arith.minsi %[[ITEMS]], %c2
+// SLOTS: scf.forall (%[[S:.*]], %{{.*}}, %{{.*}}) in (%[[SLOTS]], %c1{{.*}}, %c1{{.*}}) {
+// SLOTS-NEXT: scf.for %[[ITEM:.*]] = %[[S]] to %[[ITEMS]] step %[[SLOTS]] {
+// SLOTS: %[[SLOT:.*]] = arith.remsi %[[ITEM]], %[[SLOTS]]
+// SLOTS: memref.subview %{{.*}}[%[[SLOT]], %{{.*}}, %{{.*}}, %{{.*}}] [1, 1, 16, 16]
+// SLOTS: } {fwp.kernel = "scan_chunk_grad"
+// SLOTS: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %c1{{.*}}, %c1{{.*}}) {
+// SLOTS: } {fwp.kernel = "scan_input_grad"
 // With the state in workgroup memory, scan_state_grad keeps its block of
 // dS and of dU^T W~ in two kernel-local tiles across the chunks: dU reads
 // dS transposed in place (dU += K dS^T), dS -= dU^T W~ on the tiles, and

@@ -132,7 +132,14 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
            "place: the GPU pipeline's choice) or stack (the same tiles on "
            "the CPU instance's stack: the GPU's form checked on the host); "
            "local tiles are taken only up to 34 KiB per instance, and fused "
-           "kernels keep the workspace">
+           "kernels keep the workspace">,
+    Option<"scratchSlots", "scratch-slots", "int64_t", /*default=*/"0",
+           "unfused gradients: instances of scan_chunk_grad and "
+           "scan_input_grad, each going over its share of the (batch, head, "
+           "chunk) work in turn, so that the buffers only one chunk's work "
+           "reads and writes hold one chunk per instance rather than every "
+           "chunk; 0: an instance per chunk (also taken for features wider "
+           "than 128, where the loop made the GPU's kernel spill)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
