@@ -20,6 +20,8 @@
 //   chunk_grad  forall (b, h, chunk)   dQ, dK, dV, dbeta, all chunks in
 //                                      parallel (tiles)
 //   input_grad  forall (b, h, chunk)   dq, dk through DPFP's backward
+// With scratch slots, chunk_grad and input_grad are forall (slot) instead,
+// each slot taking chunks in turn (emitChunkKernel).
 //
 //===----------------------------------------------------------------------===//
 
