@@ -45,10 +45,12 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
                   });
   // A kernel of its own: DPFP's backward is register-hungry, and alone it
   // leaves the chunk gradients' kernel small enough not to spill.
-  emitChunkKernel("scan_input_grad", seqLen, chunks, batch, heads,
-                  [&](Value b, Value h, Value, Value t0, Value len) {
-                    emitInputGrads(b, h, t0, len);
-                  });
+  emitChunkKernel(
+      "scan_input_grad", seqLen, chunks, batch, heads,
+      [&](Value b, Value h, Value, Value t0, Value len) {
+        emitInputGrads(b, h, t0, len);
+      },
+      /*localX=*/config.localDpfpInput());
 }
 
 /// One instance per (batch, head) goes backwards over the chunks: each
@@ -304,8 +306,8 @@ void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
   // dL/dk[n] = dL/dx[n] where k[n] > 0, -dL/dx[n + d] where k[n] < 0 (x
   // holds relu(k) and relu(-k)); zero at k[n] = 0. Into dx's first half.
   Value zero = e.index(0), half = e.index(d);
-  Value positive = tiles.tile(x, {b, h, w0, zero}, chunk, d);
-  Value negative = tiles.tile(x, {b, h, w0, half}, chunk, d);
+  Value positive = tiles.tile(x, rowAt(x, b, h, w0, zero), chunk, d);
+  Value negative = tiles.tile(x, rowAt(x, b, h, w0, half), chunk, d);
   Value dxPositive =
       tiles.tile(buf.dx, rowAt(buf.dx, b, h, w0, zero), chunk, d);
   Value dxNegative =
@@ -365,8 +367,14 @@ void ScanKernels::emitInputGrads(Value b, Value h, Value t0, Value len) {
                   len);
     return;
   }
-  // q, then k, through the same scratch rows.
+  // q, then k, through the same scratch rows. A local x (the forward's
+  // was local too) is built again from the inputs.
+  bool rebuild = bool(localX);
+  if (rebuild)
+    emitInputRows(buf.q, buf.qx, b, h, t0, len);
   emitDpfpBackward(buf.qx, buf.dqf, buf.dq, b, h, t0, len);
+  if (rebuild)
+    emitInputRows(buf.k, buf.kx, b, h, t0, len);
   emitDpfpBackward(buf.kx, buf.dkf, buf.dk, b, h, t0, len);
 }
 

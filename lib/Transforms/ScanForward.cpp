@@ -62,7 +62,16 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
   Value chunks = numChunks(seqLen);
   e.kernel("scan_prepare", {batch, heads, chunks}, [&](ValueRange ids) {
     auto [t0, len] = chunkSpan(ids[2], seqLen);
+    bool localInput = config.localDpfpInput();
+    if (localInput) {
+      bindLocalDpfpInput();
+      localXRow = t0;
+    }
     emitPrepare(ids[0], ids[1], ids[2], t0, len);
+    if (localInput) {
+      unbindLocalDpfpInput();
+      localXRow = nullptr;
+    }
     // A gradient's scan_state_grad instances add their shares of dK's
     // state term into these rows.
     if (buf.dkf && config.splitsValues())
@@ -115,53 +124,75 @@ Value ScanKernels::dpfpInput(Value src, ValueRange row, Value j) {
 /// The features of the chunk's rows of q and k, [b, h, t, :], zero past the
 /// sequence end. Without DPFP, a copy. With it, the loads build
 /// x = relu([q, -q]) (the only reads of q and k), and DPFP itself is tile
-/// operations (emitDpfpTiles). Only k's without `withQueries`.
+/// operations (emitDpfpTiles), q's before k's loads (their x may be one
+/// local tile). Only k's without `withQueries`.
 void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len,
                                bool withQueries) {
-  SmallVector<std::pair<Value, Value>, 2> rows;
-  if (withQueries)
-    rows.push_back({buf.q, config.fusedDpfp ? buf.qx : buf.qf});
-  rows.push_back({buf.k, config.fusedDpfp ? buf.kx : buf.kf});
-  int64_t width = config.fusedDpfp ? 2 * config.dInput : config.dFeature;
   Value w0 = workspaceRow(t0);
+  if (!config.fusedDpfp) {
+    if (withQueries)
+      emitInputRows(buf.q, buf.qf, b, h, t0, len);
+    emitInputRows(buf.k, buf.kf, b, h, t0, len);
+    return;
+  }
+  if (withQueries) {
+    emitInputRows(buf.q, buf.qx, b, h, t0, len);
+    emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, w0);
+  }
+  emitInputRows(buf.k, buf.kx, b, h, t0, len);
+  emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, w0);
+}
+
+void ScanKernels::emitInputRows(Value src, Value dst, Value b, Value h,
+                                Value t0, Value len) {
+  int64_t chunk = config.chunk, d = config.dInput;
+  int64_t width = config.fusedDpfp ? 2 * d : d;
+  Value w0 = workspaceRow(t0), zero = e.index(0);
   ifWholeChunk(
       len,
       [&] {
-        int64_t chunk = config.chunk, d = config.dInput;
-        Value zero = e.index(0);
-        for (auto [src, dst] : rows) {
-          Value in = stepTile(src, t0, b, h, zero, chunk, d);
-          if (!config.fusedDpfp) {
-            tiles.copy(in, tiles.tile(dst, {b, h, w0, zero}, chunk, d));
-            continue;
-          }
-          tiles.relu(in, tiles.tile(dst, {b, h, w0, zero}, chunk, d),
-                     /*negated=*/false);
-          tiles.relu(in, tiles.tile(dst, {b, h, w0, e.index(d)}, chunk, d),
-                     /*negated=*/true);
-        }
+        Value in = stepTile(src, t0, b, h, zero, chunk, d);
+        if (!config.fusedDpfp)
+          return tiles.copy(
+              in, tiles.tile(dst, rowAt(dst, b, h, w0, zero), chunk, d));
+        tiles.relu(in, tiles.tile(dst, rowAt(dst, b, h, w0, zero), chunk, d),
+                   /*negated=*/false);
+        tiles.relu(in,
+                   tiles.tile(dst, rowAt(dst, b, h, w0, e.index(d)), chunk, d),
+                   /*negated=*/true);
       },
       [&] {
-        e.parallel({e.index(config.chunk), e.index(width)}, [&](ValueRange rf) {
+        e.parallel({e.index(chunk), e.index(width)}, [&](ValueRange rf) {
           Value t = e.addIndex(t0, rf[0]), w = e.addIndex(w0, rf[0]);
           Value f = rf[1];
-          for (auto [src, dst] : rows) {
-            Value value = e.ifElse(
-                e.less(rf[0], len),
-                [&, src = src] {
-                  return config.fusedDpfp ? dpfpInput(src, {t, b, h}, f)
-                                          : e.load(src, stepIndex(t, b, h, f));
-                },
-                e.real(0.0));
-            e.store(value, dst, {b, h, w, f});
-          }
+          Value value = e.ifElse(
+              e.less(rf[0], len),
+              [&] {
+                return config.fusedDpfp ? dpfpInput(src, {t, b, h}, f)
+                                        : e.load(src, stepIndex(t, b, h, f));
+              },
+              e.real(0.0));
+          e.store(value, dst, rowAt(dst, b, h, w, f));
         });
       });
-  if (!config.fusedDpfp)
-    return;
-  if (withQueries)
-    emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, w0);
-  emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, w0);
+}
+
+void ScanKernels::bindLocalDpfpInput() {
+  bool workgroup = config.stateMemory == StateMemory::Workgroup;
+  Attribute space =
+      workgroup ? gpu::AddressSpaceAttr::get(e.b.getContext(),
+                                             gpu::AddressSpace::Workgroup)
+                : Attribute();
+  localX = tiles.localTile(config.chunk, 2 * config.dInput, space,
+                           workgroup ? kWorkgroupRowPadding : 0);
+  workspaceQx = std::exchange(buf.qx, localX);
+  workspaceKx = std::exchange(buf.kx, localX);
+}
+
+void ScanKernels::unbindLocalDpfpInput() {
+  buf.qx = workspaceQx;
+  buf.kx = workspaceKx;
+  localX = workspaceQx = workspaceKx = nullptr;
 }
 
 /// The C x width tile of the workspace `buffer` ([B, H, T', *]) of the
@@ -175,7 +206,9 @@ Value ScanKernels::chunkRows(Value buffer, Value b, Value h, Value t0,
 SmallVector<Value, 4> ScanKernels::rowAt(Value buffer, Value b, Value h,
                                          Value row, Value col) {
   SmallVector<Value, 4> offsets = {b, h, row};
-  if (buf.slotScratch.contains(buffer)) {
+  if (localX && buffer == localX) {
+    offsets = {row == localXRow ? e.index(0) : e.subIndex(row, localXRow)};
+  } else if (buf.slotScratch.contains(buffer)) {
     assert(slot && "slot scratch outside a slot's instance");
     Value zero = e.index(0);
     offsets = {slot, zero, row == slotRow ? zero : e.subIndex(row, slotRow)};
@@ -187,11 +220,24 @@ SmallVector<Value, 4> ScanKernels::rowAt(Value buffer, Value b, Value h,
 
 void ScanKernels::emitChunkKernel(
     StringRef name, Value seqLen, Value chunks, Value batch, Value heads,
-    function_ref<void(Value, Value, Value, Value, Value)> body) {
+    function_ref<void(Value, Value, Value, Value, Value)> body, bool localX) {
+  // Chunk c of head (b, h), its scratch rows (a slot's, the local x's)
+  // starting at t0.
+  auto run = [&](Value b, Value h, Value c) {
+    auto [t0, len] = chunkSpan(c, seqLen);
+    localXRow = t0;
+    if (slot)
+      slotRow = t0;
+    body(b, h, c, t0, len);
+    localXRow = slotRow = nullptr;
+  };
   if (!config.scratchSlots) {
     e.kernel(name, {batch, heads, chunks}, [&](ValueRange ids) {
-      auto [t0, len] = chunkSpan(ids[2], seqLen);
-      body(ids[0], ids[1], ids[2], t0, len);
+      if (localX)
+        bindLocalDpfpInput();
+      run(ids[0], ids[1], ids[2]);
+      if (localX)
+        unbindLocalDpfpInput();
     });
     return;
   }
@@ -201,21 +247,23 @@ void ScanKernels::emitChunkKernel(
   Value slots = e.minIndex(items, e.index(config.scratchSlots));
   Value one = e.index(1);
   e.kernel(name, {slots, one, one}, [&](ValueRange ids) {
+    if (localX)
+      bindLocalDpfpInput();
     e.forLoop(ids[0], items, slots, [&](Value item) {
       Value c = arith::RemSIOp::create(e.b, item, chunks);
       Value head = arith::DivSIOp::create(e.b, item, chunks);
       Value h = arith::RemSIOp::create(e.b, head, heads);
       Value b = arith::DivSIOp::create(e.b, head, heads);
-      auto [t0, len] = chunkSpan(c, seqLen);
       // The same slot as ids[0], but formed from the item: addresses in a
       // slot's scratch then vary with the loop, and are not hoisted out
       // of it to stay in registers across the instance's whole work (at
       // 255 registers scan_chunk_grad spilled).
       slot = arith::RemSIOp::create(e.b, item, slots);
-      slotRow = t0;
-      body(b, h, c, t0, len);
-      slot = slotRow = nullptr;
+      run(b, h, c);
+      slot = nullptr;
     });
+    if (localX)
+      unbindLocalDpfpInput();
   });
 }
 
@@ -254,7 +302,7 @@ void ScanKernels::emitDpfpTiles(Value x, Value features, Value norms, Value b,
                                 Value h, Value t0) {
   emitDpfpProducts(x, features, b, h, t0);
   Value phi = chunkRows(features, b, h, t0, config.dFeature);
-  Value sums = tiles.tile(norms, {b, h, t0}, config.chunk);
+  Value sums = tiles.tile(norms, rowAt(norms, b, h, t0), config.chunk);
   tiles.rowSums(phi, sums, config.eps);
   tiles.divideRows(phi, sums);
 }
@@ -268,16 +316,16 @@ void ScanKernels::emitDpfpProducts(Value x, Value features, Value b, Value h,
   Value zero = e.index(0);
   for (int64_t i = 1; i <= config.nu; ++i) {
     int64_t base = (i - 1) * twoD;
-    tiles.multiply(tiles.tile(x, {b, h, t0, e.index(i)}, chunk, twoD - i),
-                   tiles.tile(x, {b, h, t0, zero}, chunk, twoD - i),
-                   tiles.tile(features,
-                              rowAt(features, b, h, t0, e.index(base + i)),
-                              chunk, twoD - i));
-    tiles.multiply(tiles.tile(x, {b, h, t0, zero}, chunk, i),
-                   tiles.tile(x, {b, h, t0, e.index(twoD - i)}, chunk, i),
-                   tiles.tile(features,
-                              rowAt(features, b, h, t0, e.index(base)), chunk,
-                              i));
+    tiles.multiply(
+        tiles.tile(x, rowAt(x, b, h, t0, e.index(i)), chunk, twoD - i),
+        tiles.tile(x, rowAt(x, b, h, t0, zero), chunk, twoD - i),
+        tiles.tile(features, rowAt(features, b, h, t0, e.index(base + i)),
+                   chunk, twoD - i));
+    tiles.multiply(
+        tiles.tile(x, rowAt(x, b, h, t0, zero), chunk, i),
+        tiles.tile(x, rowAt(x, b, h, t0, e.index(twoD - i)), chunk, i),
+        tiles.tile(features, rowAt(features, b, h, t0, e.index(base)), chunk,
+                   i));
   }
 }
 
@@ -292,7 +340,7 @@ void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
       len,
       [&] {
         tiles.copy(stepTile(src, t0, b, h, c0, chunk, cols),
-                   tiles.tile(dst, {b, h, w0, c0}, chunk, cols));
+                   tiles.tile(dst, rowAt(dst, b, h, w0, c0), chunk, cols));
       },
       [&] {
         e.parallel({e.index(chunk), e.index(cols)}, [&](ValueRange ri) {
@@ -301,7 +349,7 @@ void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
               e.less(ri[0], len),
               [&] { return e.load(src, stepIndex(t, b, h, col)); },
               e.real(0.0));
-          e.store(x, dst, {b, h, e.addIndex(w0, ri[0]), col});
+          e.store(x, dst, rowAt(dst, b, h, e.addIndex(w0, ri[0]), col));
         });
       });
 }
@@ -318,7 +366,8 @@ void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
       Value beta = e.ifElse(
           e.less(r[0], len),
           [&] { return e.load(buf.beta, stepIndex(t, b, h)); }, e.real(0.0));
-      e.store(beta, buf.bt, {b, h, e.addIndex(workspaceRow(t0), r[0])});
+      e.store(beta, buf.bt,
+              rowAt(buf.bt, b, h, e.addIndex(workspaceRow(t0), r[0])));
     });
 }
 
@@ -333,15 +382,16 @@ void ScanKernels::emitInverse(Value b, Value h, Value t0) {
   if (chunk % kInverseBlock == 0 && chunk >= 2 * kInverseBlock)
     return emitBlockInverse(b, h, t0);
   Value zero = e.index(0);
-  Value a = tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk);
+  Value a = tiles.tile(buf.a, rowAt(buf.a, b, h, t0, zero), chunk, chunk);
   tiles.identity(a);
   e.forLoop(e.index(1), e.index(chunk), [&](Value r) {
     Value t = e.addIndex(t0, r);
-    Value gRow = tiles.tile(buf.gram, {b, h, t, zero}, 1, chunk);
-    Value scratch = tiles.tile(buf.ab, {b, h, t, zero}, 1, chunk);
+    Value gRow = tiles.tile(buf.gram, rowAt(buf.gram, b, h, t, zero), 1, chunk);
+    Value scratch = tiles.tile(buf.ab, rowAt(buf.ab, b, h, t, zero), 1, chunk);
     tiles.product(gRow, a, scratch);
-    tiles.subtractScaled(tiles.tile(buf.a, {b, h, t, zero}, 1, chunk),
-                         e.load(buf.bt, {b, h, t}), scratch);
+    tiles.subtractScaled(
+        tiles.tile(buf.a, rowAt(buf.a, b, h, t, zero), 1, chunk),
+        e.load(buf.bt, rowAt(buf.bt, b, h, t)), scratch);
   });
 }
 
@@ -355,10 +405,11 @@ void ScanKernels::emitInverse(Value b, Value h, Value t0) {
 void ScanKernels::emitBlockInverse(Value b, Value h, Value t0) {
   const int64_t s = kInverseBlock, n = config.chunk / s, chunk = config.chunk;
   Value zero = e.index(0);
-  tiles.identity(tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk));
-  tiles.scaleRows(tiles.tile(buf.gram, {b, h, t0, zero}, chunk, chunk),
-                  tiles.tile(buf.bt, {b, h, t0}, chunk),
-                  tiles.tile(buf.ab, {b, h, t0, zero}, chunk, chunk));
+  tiles.identity(tiles.tile(buf.a, rowAt(buf.a, b, h, t0, zero), chunk, chunk));
+  tiles.scaleRows(
+      tiles.tile(buf.gram, rowAt(buf.gram, b, h, t0, zero), chunk, chunk),
+      tiles.tile(buf.bt, rowAt(buf.bt, b, h, t0), chunk),
+      tiles.tile(buf.ab, rowAt(buf.ab, b, h, t0, zero), chunk, chunk));
   // Block (row block i, column block j) of a chunk x chunk buffer, with
   // `rows` rows from `row` within the block.
   auto block = [&](Value buffer, int64_t i, int64_t j, int64_t rows,
@@ -366,7 +417,8 @@ void ScanKernels::emitBlockInverse(Value b, Value h, Value t0) {
     Value r = e.addIndex(t0, e.index(i * s));
     if (row)
       r = e.addIndex(r, row);
-    return tiles.tile(buffer, {b, h, r, e.index(j * s)}, rows, cols);
+    return tiles.tile(buffer, rowAt(buffer, b, h, r, e.index(j * s)), rows,
+                      cols);
   };
   // Row r of every diagonal block; the scratch row is block (0, n-1)'s.
   Value scratch = block(buf.ab, 0, n - 1, 1, s);
@@ -399,35 +451,34 @@ void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len,
   c = workspaceChunk(c);
   int64_t chunk = config.chunk, dFeature = config.dFeature;
   Value zero = e.index(0);
-  Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
-  Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
+  auto rows = [&](Value buffer, int64_t width) {
+    return tiles.tile(buffer, rowAt(buffer, b, h, t0, zero), chunk, width);
+  };
+  Value q = rows(buf.qf, dFeature);
+  Value k = rows(buf.kf, dFeature);
   Value kt = tiles.tile(buf.kt, {b, h, c, zero, zero}, dFeature, chunk);
   int64_t causal = config.causalBlock;
   if (withQueries || config.isDelta())
     tiles.transpose(k, kt);
   // P = tril(Q K^T).
   if (withQueries) {
-    Value p = tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk);
+    Value p = rows(buf.pq, chunk);
     tiles.lowerProduct(q, kt, p, causal, Triangular::Result);
     tiles.maskLower(p, /*strict=*/false);
   }
   if (!config.isDelta())
     return;
   // G = stril(K K^T), then A, then W~ = A diag(b) K and U~ = A diag(b) V.
-  Value g = tiles.tile(buf.gram, {b, h, t0, zero}, chunk, chunk);
+  Value g = rows(buf.gram, chunk);
   tiles.lowerProduct(k, kt, g, causal, Triangular::Result);
   tiles.maskLower(g, /*strict=*/true);
   emitInverse(b, h, t0);
-  Value ab = tiles.tile(buf.ab, {b, h, t0, zero}, chunk, chunk);
-  tiles.scaleColumns(tiles.tile(buf.a, {b, h, t0, zero}, chunk, chunk),
-                     tiles.tile(buf.bt, {b, h, t0}, chunk), ab);
-  tiles.lowerProduct(ab, k,
-                     tiles.tile(buf.wt, {b, h, t0, zero}, chunk, dFeature),
-                     causal, Triangular::Lhs);
-  tiles.lowerProduct(ab,
-                     tiles.tile(buf.vt, {b, h, t0, zero}, chunk, config.dValue),
-                     tiles.tile(buf.ut, {b, h, t0, zero}, chunk, config.dValue),
-                     causal, Triangular::Lhs);
+  Value ab = rows(buf.ab, chunk);
+  tiles.scaleColumns(rows(buf.a, chunk),
+                     tiles.tile(buf.bt, rowAt(buf.bt, b, h, t0), chunk), ab);
+  tiles.lowerProduct(ab, k, rows(buf.wt, dFeature), causal, Triangular::Lhs);
+  tiles.lowerProduct(ab, rows(buf.vt, config.dValue),
+                     rows(buf.ut, config.dValue), causal, Triangular::Lhs);
 }
 
 Value ScanKernels::blockRows(Value buffer, Value b, Value h, Value v0) {

@@ -114,6 +114,16 @@ struct ScanConfig {
   /// Kernel-local tiles of scan_state (S) and of scan_state_grad (dS and
   /// its scratch).
   bool localForwardState() const { return localState(1); }
+  /// Whether the unfused kernels that read DPFP's x = relu([k, -k])
+  /// (scan_prepare, scan_input_grad) build each chunk's rows of it in a
+  /// kernel-local C x 2d tile, q's then k's, rather than in the workspace:
+  /// local state memory asked for, and the tile within kLocalStateBytes.
+  bool localDpfpInput() const {
+    int64_t rowPadding =
+        stateMemory == StateMemory::Workgroup ? kWorkgroupRowPadding : 0;
+    return fusedDpfp && !fused && stateMemory != StateMemory::Workspace &&
+           chunk * (2 * dInput + rowPadding) * elementBytes <= kLocalStateBytes;
+  }
   bool localStateGrad() const { return localState(stateGradScratch() ? 2 : 1); }
 };
 
@@ -204,7 +214,8 @@ private:
   void emitChunkKernel(
       llvm::StringRef name, Value seqLen, Value chunks, Value batch,
       Value heads,
-      function_ref<void(Value b, Value h, Value c, Value t0, Value len)> body);
+      function_ref<void(Value b, Value h, Value c, Value t0, Value len)> body,
+      bool localX = false);
   /// Where the chunk starting at step t0 (chunk c) lives in the forward's
   /// workspace: row t0 (chunk c), or row 0 (chunk 0) when the forward is
   /// fused and the workspace holds one chunk.
@@ -217,6 +228,15 @@ private:
 
   // DPFP, on the raw row src[t, b, h, :].
   Value dpfpInput(Value src, ValueRange row, Value j);
+  /// The chunk's rows of the input `src` into `dst`: x = relu([src, -src])
+  /// with DPFP, else a copy; zero past the sequence end.
+  void emitInputRows(Value src, Value dst, Value b, Value h, Value t0,
+                     Value len);
+  /// With ScanConfig::localDpfpInput, a kernel-local C x 2d tile for x,
+  /// made at the kernel's start, that buf.qx and buf.kx stand for until
+  /// the kernel ends (rowAt maps rows from t0 of the chunk at hand onto it).
+  void bindLocalDpfpInput();
+  void unbindLocalDpfpInput();
   void emitFeatures(Value b, Value h, Value t0, Value len,
                     bool withQueries = true);
   void emitDpfpTiles(Value x, Value features, Value norms, Value b, Value h,
@@ -271,6 +291,9 @@ private:
   // The running instance's scratch slot and first workspace row, inside
   // emitChunkKernel with scratch slots.
   Value slot, slotRow;
+  // The kernel-local x tile (bindLocalDpfpInput), the workspace buffers it
+  // stands for, and the first workspace row of the chunk at hand.
+  Value localX, workspaceQx, workspaceKx, localXRow;
 };
 
 } // namespace fwp

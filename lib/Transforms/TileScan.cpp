@@ -242,9 +242,12 @@ void allocateForwardWorkspace(ScanAllocator &alloc, const ScanConfig &config,
     buf.st = alloc.transposedState();
   if (!forBackward)
     buf.yw = alloc.workspace(config.dValue);
-  if (config.fusedDpfp) {
+  // A local x (ScanConfig::localDpfpInput) has no workspace.
+  if (config.fusedDpfp && !config.localDpfpInput()) {
     buf.qx = alloc.workspace(2 * config.dInput);
     buf.kx = alloc.workspace(2 * config.dInput);
+  }
+  if (config.fusedDpfp) {
     buf.qNorms = alloc.workspaceColumn();
     buf.kNorms = alloc.workspaceColumn();
   }

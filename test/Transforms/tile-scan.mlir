@@ -226,8 +226,12 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // With the state in workgroup memory, scan_state_grad keeps its block of
 // dS and of dU^T W~ in two kernel-local tiles across the chunks: dU reads
 // dS transposed in place (dU += K dS^T), dS -= dU^T W~ on the tiles, and
-// the initial state's gradient gets dS at the end.
+// the initial state's gradient gets dS at the end. DPFP's x = relu([k, -k])
+// is a local tile too (16 x 8, rows padded to 12), q's then k's, in
+// scan_prepare, and built again from the inputs in scan_input_grad.
 // LOCAL-LABEL: func @delta_grad
+// LOCAL: memref.alloca() : memref<16x12xf32, #gpu.address_space<workgroup>>
+// LOCAL: } {fwp.kernel = "scan_prepare"
 // LOCAL: } {fwp.kernel = "scan_state"
 // LOCAL: scf.forall
 // LOCAL: %[[DS_TILE:.*]] = memref.alloca() : memref<8x20xf32, #gpu.address_space<workgroup>>
@@ -243,6 +247,9 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // LOCAL: }
 // LOCAL: linalg.generic {{.*}} ins(%[[DS]] : {{.*}}) outs(%{{.*}} : memref<8x16xf32, strided<[16, 1], offset: ?>>)
 // LOCAL: } {fwp.kernel = "scan_state_grad"
+// LOCAL: } {fwp.kernel = "scan_chunk_grad"
+// LOCAL: memref.alloca() : memref<16x12xf32, #gpu.address_space<workgroup>>
+// LOCAL: } {fwp.kernel = "scan_input_grad"
 func.func @delta_grad(%q: tensor<?x1x2x4xf32>, %v: tensor<?x1x2x8xf32>,
                       %b: tensor<?x1x2xf32>, %dy: tensor<?x1x2x8xf32>)
     -> (tensor<?x1x2x4xf32>, tensor<?x1x2xf32>) {

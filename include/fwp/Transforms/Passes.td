@@ -132,7 +132,9 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
            "place: the GPU pipeline's choice) or stack (the same tiles on "
            "the CPU instance's stack: the GPU's form checked on the host); "
            "local tiles are taken only up to 34 KiB per instance, and fused "
-           "kernels keep the workspace">,
+           "kernels keep the workspace; with workgroup or stack, DPFP's x = "
+           "relu([k, -k]) is a local tile of scan_prepare and "
+           "scan_input_grad too, within the same 34 KiB">,
     Option<"scratchSlots", "scratch-slots", "int64_t", /*default=*/"0",
            "unfused gradients: instances of scan_chunk_grad and "
            "scan_input_grad, each going over its share of the (batch, head, "
