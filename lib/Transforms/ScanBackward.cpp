@@ -39,10 +39,12 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
     if (local)
       tiles.copy(ds, blockRows(buf.dState, b, h, v0));
   });
-  emitChunkKernel("scan_chunk_grad", seqLen, chunks, batch, heads,
-                  [&](Value b, Value h, Value c, Value t0, Value len) {
-                    emitChunkGrad(b, h, c, t0, len);
-                  });
+  emitChunkKernel(
+      "scan_chunk_grad", seqLen, chunks, batch, heads,
+      [&](Value b, Value h, Value c, Value t0, Value len) {
+        emitChunkGrad(b, h, c, t0, len);
+      },
+      /*slotted=*/true, /*localInput=*/false);
   // A kernel of its own: DPFP's backward is register-hungry, and alone it
   // leaves the chunk gradients' kernel small enough not to spill.
   emitChunkKernel(
@@ -50,7 +52,7 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
       [&](Value b, Value h, Value, Value t0, Value len) {
         emitInputGrads(b, h, t0, len);
       },
-      /*localX=*/config.localDpfpInput());
+      /*slotted=*/true, /*localInput=*/config.localDpfpInput());
 }
 
 /// One instance per (batch, head) goes backwards over the chunks: each

@@ -60,23 +60,18 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
   if (config.fused)
     return emitFusedForward(seqLen, batch, heads);
   Value chunks = numChunks(seqLen);
-  e.kernel("scan_prepare", {batch, heads, chunks}, [&](ValueRange ids) {
-    auto [t0, len] = chunkSpan(ids[2], seqLen);
-    bool localInput = config.localDpfpInput();
-    if (localInput) {
-      bindLocalDpfpInput();
-      localXRow = t0;
-    }
-    emitPrepare(ids[0], ids[1], ids[2], t0, len);
-    if (localInput) {
-      unbindLocalDpfpInput();
-      localXRow = nullptr;
-    }
-    // A gradient's scan_state_grad instances add their shares of dK's
-    // state term into these rows.
-    if (buf.dkf && config.splitsValues())
-      tiles.fill(chunkRows(buf.dkf, ids[0], ids[1], t0, config.dFeature), 0.0);
-  });
+  // An instance per chunk: with scratch slots (docs/kernels.md) the
+  // kernel took 255 registers, not 168.
+  emitChunkKernel(
+      "scan_prepare", seqLen, chunks, batch, heads,
+      [&](Value b, Value h, Value c, Value t0, Value len) {
+        emitPrepare(b, h, c, t0, len);
+        // A gradient's scan_state_grad instances add their shares of dK's
+        // state term into these rows.
+        if (buf.dkf && config.splitsValues())
+          tiles.fill(chunkRows(buf.dkf, b, h, t0, config.dFeature), 0.0);
+      },
+      /*slotted=*/false, /*localInput=*/config.localDpfpInput());
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state", {batch, heads, blocks}, [&](ValueRange ids) {
     Value b = ids[0], h = ids[1];
@@ -220,23 +215,23 @@ SmallVector<Value, 4> ScanKernels::rowAt(Value buffer, Value b, Value h,
 
 void ScanKernels::emitChunkKernel(
     StringRef name, Value seqLen, Value chunks, Value batch, Value heads,
-    function_ref<void(Value, Value, Value, Value, Value)> body, bool localX) {
+    function_ref<void(Value, Value, Value, Value, Value)> body, bool slotted,
+    bool localInput) {
   // Chunk c of head (b, h), its scratch rows (a slot's, the local x's)
   // starting at t0.
   auto run = [&](Value b, Value h, Value c) {
     auto [t0, len] = chunkSpan(c, seqLen);
-    localXRow = t0;
-    if (slot)
-      slotRow = t0;
+    localXRow = localX ? t0 : nullptr;
+    slotRow = slot ? t0 : nullptr;
     body(b, h, c, t0, len);
     localXRow = slotRow = nullptr;
   };
-  if (!config.scratchSlots) {
+  if (!slotted || !config.scratchSlots) {
     e.kernel(name, {batch, heads, chunks}, [&](ValueRange ids) {
-      if (localX)
+      if (localInput)
         bindLocalDpfpInput();
       run(ids[0], ids[1], ids[2]);
-      if (localX)
+      if (localInput)
         unbindLocalDpfpInput();
     });
     return;
@@ -247,7 +242,7 @@ void ScanKernels::emitChunkKernel(
   Value slots = e.minIndex(items, e.index(config.scratchSlots));
   Value one = e.index(1);
   e.kernel(name, {slots, one, one}, [&](ValueRange ids) {
-    if (localX)
+    if (localInput)
       bindLocalDpfpInput();
     e.forLoop(ids[0], items, slots, [&](Value item) {
       Value c = arith::RemSIOp::create(e.b, item, chunks);
@@ -262,7 +257,7 @@ void ScanKernels::emitChunkKernel(
       run(b, h, c);
       slot = nullptr;
     });
-    if (localX)
+    if (localInput)
       unbindLocalDpfpInput();
   });
 }

@@ -204,18 +204,21 @@ private:
                     function_ref<void()> partial);
   Value chunkRows(Value buffer, Value b, Value h, Value t0, int64_t width);
   /// The offsets of workspace row `row` (and column `col`, if given) of
-  /// head (b, h) in `buffer`: (b, h, row, col), or in a slot's scratch
-  /// (slot, 0, row - the instance's first row, col).
+  /// head (b, h) in `buffer`: (b, h, row, col); in a slot's scratch
+  /// (slot, 0, row - the chunk's first row, col); in the local x tile
+  /// (row - the chunk's first row, col).
   llvm::SmallVector<Value, 4> rowAt(Value buffer, Value b, Value h, Value row,
                                     Value col = nullptr);
-  /// A chunk-parallel kernel: body(b, h, c) for every chunk of every head,
-  /// an instance each, or with ScanConfig::scratchSlots min(B H N, slots)
-  /// instances that take the chunks in turn, each with its scratch slot.
+  /// A chunk-parallel kernel: body(b, h, c, t0, len) for every chunk of
+  /// every head, an instance each, or, if `slotted` and the config has
+  /// scratch slots, min(B H N, slots) instances that take the chunks in
+  /// turn, each with its scratch slot. With `localInput`, DPFP's x is a
+  /// local tile of the kernel (bindLocalDpfpInput).
   void emitChunkKernel(
       llvm::StringRef name, Value seqLen, Value chunks, Value batch,
       Value heads,
       function_ref<void(Value b, Value h, Value c, Value t0, Value len)> body,
-      bool localX = false);
+      bool slotted, bool localInput);
   /// Where the chunk starting at step t0 (chunk c) lives in the forward's
   /// workspace: row t0 (chunk c), or row 0 (chunk 0) when the forward is
   /// fused and the workspace holds one chunk.
