@@ -34,7 +34,7 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
     e.forLoop(e.index(0), chunks, [&](Value i) {
       Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
       auto [t0, len] = chunkSpan(c, seqLen);
-      emitStateGradChunk(b, h, v0, c, t0, len, ds, scratch);
+      emitStateGradChunk(b, h, v0, t0, len, ds, scratch);
     });
     if (local)
       tiles.copy(ds, blockRows(buf.dState, b, h, v0));
@@ -77,7 +77,7 @@ void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
                     stateAsRhs(chunkStartState(b, h, c), /*local=*/false,
                                buf.st, b, h, zero),
                     t0);
-      emitStateGradChunk(b, h, zero, c, t0, len, ds, scratch);
+      emitStateGradChunk(b, h, zero, t0, len, ds, scratch);
       emitChunkGrad(b, h, c, t0, len);
       emitInputGrads(b, h, t0, len);
     });
@@ -89,9 +89,8 @@ void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
 /// dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule), into
 /// `ds`, with dU^T W~ in `scratch`. Value blocks are independent but for
 /// U dS, a sum over them.
-void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value c,
-                                     Value t0, Value len, Value ds,
-                                     Value scratch) {
+void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value t0,
+                                     Value len, Value ds, Value scratch) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
   Value w0 = workspaceRow(t0);

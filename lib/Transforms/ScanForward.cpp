@@ -173,13 +173,7 @@ void ScanKernels::emitInputRows(Value src, Value dst, Value b, Value h,
 }
 
 void ScanKernels::bindLocalDpfpInput() {
-  bool workgroup = config.stateMemory == StateMemory::Workgroup;
-  Attribute space =
-      workgroup ? gpu::AddressSpaceAttr::get(e.b.getContext(),
-                                             gpu::AddressSpace::Workgroup)
-                : Attribute();
-  localX = tiles.localTile(config.chunk, 2 * config.dInput, space,
-                           workgroup ? kWorkgroupRowPadding : 0);
+  localX = localTile(config.chunk, 2 * config.dInput);
   workspaceQx = std::exchange(buf.qx, localX);
   workspaceKx = std::exchange(buf.kx, localX);
 }
@@ -482,13 +476,15 @@ Value ScanKernels::blockRows(Value buffer, Value b, Value h, Value v0) {
 }
 
 Value ScanKernels::localStateTile() {
-  bool workgroup = config.stateMemory == StateMemory::Workgroup;
-  Attribute space =
-      workgroup ? gpu::AddressSpaceAttr::get(e.b.getContext(),
-                                             gpu::AddressSpace::Workgroup)
-                : Attribute();
-  return tiles.localTile(config.valueBlock, config.dFeature, space,
-                         workgroup ? kWorkgroupRowPadding : 0);
+  return localTile(config.valueBlock, config.dFeature);
+}
+
+Value ScanKernels::localTile(int64_t rows, int64_t cols) {
+  Attribute space = config.stateMemory == StateMemory::Workgroup
+                        ? gpu::AddressSpaceAttr::get(
+                              e.b.getContext(), gpu::AddressSpace::Workgroup)
+                        : Attribute();
+  return tiles.localTile(rows, cols, space, config.localRowPadding());
 }
 
 ScanKernels::StateRhs ScanKernels::stateAsRhs(Value s, bool local,

@@ -96,14 +96,21 @@ struct ScanConfig {
   int64_t elementBytes = 4;
 
   bool isDelta() const { return rule == Rule::Delta; }
-  /// Whether an unfused state kernel that needs `count` Bv x D tiles keeps
-  /// them local: asked for, and within kLocalStateBytes.
-  bool localState(int64_t count) const {
-    int64_t rowPadding =
-        stateMemory == StateMemory::Workgroup ? kWorkgroupRowPadding : 0;
+  /// Elements a kernel-local tile's rows are padded by.
+  int64_t localRowPadding() const {
+    return stateMemory == StateMemory::Workgroup ? kWorkgroupRowPadding : 0;
+  }
+  /// Whether an unfused kernel keeps `count` local rows x cols tiles: local
+  /// memory asked for, and the tiles within kLocalStateBytes.
+  bool fitsLocally(int64_t count, int64_t rows, int64_t cols) const {
     return !fused && stateMemory != StateMemory::Workspace &&
-           count * valueBlock * (dFeature + rowPadding) * elementBytes <=
+           count * rows * (cols + localRowPadding()) * elementBytes <=
                kLocalStateBytes;
+  }
+  /// Whether an unfused state kernel that needs `count` Bv x D tiles keeps
+  /// them local.
+  bool localState(int64_t count) const {
+    return fitsLocally(count, valueBlock, dFeature);
   }
   /// Whether the state kernels' instances split the value columns, so that
   /// a sum over them (dK's term U dS) crosses instances.
@@ -119,10 +126,7 @@ struct ScanConfig {
   /// kernel-local C x 2d tile, q's then k's, rather than in the workspace:
   /// local state memory asked for, and the tile within kLocalStateBytes.
   bool localDpfpInput() const {
-    int64_t rowPadding =
-        stateMemory == StateMemory::Workgroup ? kWorkgroupRowPadding : 0;
-    return fusedDpfp && !fused && stateMemory != StateMemory::Workspace &&
-           chunk * (2 * dInput + rowPadding) * elementBytes <= kLocalStateBytes;
+    return fusedDpfp && fitsLocally(1, chunk, 2 * dInput);
   }
   bool localStateGrad() const { return localState(stateGradScratch() ? 2 : 1); }
 };
@@ -261,6 +265,9 @@ private:
   Value blockRows(Value buffer, Value b, Value h, Value v0);
   /// A kernel-local Bv x D tile in the config's state memory.
   Value localStateTile();
+  /// A kernel-local rows x cols tile in the config's state memory, its rows
+  /// padded by ScanConfig::localRowPadding.
+  Value localTile(int64_t rows, int64_t cols);
   /// S^T as a product's right operand, for the block `s` of a state: `s`
   /// itself read transposed if it is a local tile, else laid out into
   /// `transposed` ([B, H, D, d_v]) and read as it is.
@@ -277,8 +284,8 @@ private:
   void emitNewValues(Value b, Value h, Value v0, StateRhs st, Value t0);
 
   // Backward pieces.
-  void emitStateGradChunk(Value b, Value h, Value v0, Value c, Value t0,
-                          Value len, Value ds, Value scratch);
+  void emitStateGradChunk(Value b, Value h, Value v0, Value t0, Value len,
+                          Value ds, Value scratch);
   void emitKeyGradStateTerm(Value b, Value h, Value v0, Value t0, Value ds,
                             Value scratch);
   void emitStepStore(Value tile, Value out, Value b, Value h, Value t0,

@@ -149,28 +149,17 @@ public:
   /// (rows of a workspace whose batch is the slots and that has one head
   /// and one chunk), else workspace(width).
   Value chunkScratch(int64_t width) {
-    if (!config.scratchSlots)
-      return workspace(width);
-    return allocate(
-        b, {dyn, 1, config.chunk, width},
-        {slots(), e.index(1), e.index(config.chunk), e.index(width)},
-        elementType);
+    return config.scratchSlots ? perSlot({config.chunk, width})
+                               : workspace(width);
   }
   /// [slots, 1, C], else workspaceColumn().
   Value chunkScratchColumn() {
-    if (!config.scratchSlots)
-      return workspaceColumn();
-    return allocate(b, {dyn, 1, config.chunk},
-                    {slots(), e.index(1), e.index(config.chunk)}, elementType);
+    return config.scratchSlots ? perSlot({config.chunk}) : workspaceColumn();
   }
   /// [slots, 1, 1, rows, cols], else perChunk(rows, cols).
   Value chunkScratchMatrix(int64_t rows, int64_t cols) {
-    if (!config.scratchSlots)
-      return perChunk(rows, cols);
-    return allocate(
-        b, {dyn, 1, 1, rows, cols},
-        {slots(), e.index(1), e.index(1), e.index(rows), e.index(cols)},
-        elementType);
+    return config.scratchSlots ? perSlot({1, rows, cols})
+                               : perChunk(rows, cols);
   }
   /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols] (one
   /// chunk for a fused workspace).
@@ -195,6 +184,16 @@ private:
     return padded;
   }
 
+  /// [slots, 1, tail...].
+  Value perSlot(ArrayRef<int64_t> tail) {
+    SmallVector<int64_t> shape = {dyn, 1};
+    SmallVector<Value> sizes = {slots(), e.index(1)};
+    for (int64_t size : tail) {
+      shape.push_back(size);
+      sizes.push_back(e.index(size));
+    }
+    return allocate(b, shape, sizes, elementType);
+  }
   /// min(B H N, scratchSlots), the chunk-parallel backward kernels'
   /// instances (ScanKernels::emitChunkKernel makes the same number).
   Value slots() {
@@ -519,24 +518,19 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
   using FwpTileScanBase::FwpTileScanBase;
 
   void runOnOperation() override {
-    if (chunkSize < 1) {
-      getOperation()->emitError("fwp-tile-scan: chunk-size must be at least "
-                                "1, got ")
-          << static_cast<int64_t>(chunkSize);
+    // An integer option below its least value: an error naming it.
+    auto below = [&](StringRef name, int64_t value, int64_t least) {
+      if (value >= least)
+        return false;
+      getOperation()->emitError("fwp-tile-scan: ")
+          << name << " must be at least " << least << ", got " << value;
+      return true;
+    };
+    if (below("chunk-size", chunkSize, 1) ||
+        below("value-block", valueBlock, 1) ||
+        below("causal-block", causalBlock, 0) ||
+        below("scratch-slots", scratchSlots, 0))
       return signalPassFailure();
-    }
-    if (valueBlock < 1) {
-      getOperation()->emitError("fwp-tile-scan: value-block must be at least "
-                                "1, got ")
-          << static_cast<int64_t>(valueBlock);
-      return signalPassFailure();
-    }
-    if (causalBlock < 0) {
-      getOperation()->emitError("fwp-tile-scan: causal-block must be at "
-                                "least 0, got ")
-          << static_cast<int64_t>(causalBlock);
-      return signalPassFailure();
-    }
     std::optional<StateMemory> memory =
         llvm::StringSwitch<std::optional<StateMemory>>(stateMemory)
             .Case("workspace", StateMemory::Workspace)
@@ -547,12 +541,6 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
       getOperation()->emitError("fwp-tile-scan: state-memory must be "
                                 "workspace, workgroup or stack, got '")
           << stateMemory << "'";
-      return signalPassFailure();
-    }
-    if (scratchSlots < 0) {
-      getOperation()->emitError("fwp-tile-scan: scratch-slots must be at "
-                                "least 0, got ")
-          << static_cast<int64_t>(scratchSlots);
       return signalPassFailure();
     }
     TileOptions options{chunkSize, valueBlock, causalBlock,
