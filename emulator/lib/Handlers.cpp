@@ -1,0 +1,18 @@
+//===- Handlers.cpp - From an instruction to its semantics ----------------===//
+
+#include "Handlers.h"
+
+namespace fwp::emu {
+
+Handler handlerFor(const Instruction &inst) {
+  for (auto family : {controlHandler, memoryHandler, matrixHandler,
+                      selectionHandler, conversionHandler, floatHandler,
+                      integerHandler})
+    if (Handler handler = family(inst))
+      return handler;
+  return nullptr;
+}
+
+bool hasSemantics(const Instruction &inst) { return handlerFor(inst); }
+
+} // namespace fwp::emu
