@@ -79,33 +79,52 @@ uint32_t guardMask(Warp &warp, const Instruction &inst, uint32_t active) {
   return mask;
 }
 
-/// The lanes at the warp's lowest program counter.
-uint32_t activeLanes(Warp &warp, int &pc) {
+/// Drops finished paths: those whose lanes all exited and those that
+/// reached their reconvergence point (the path below holds their lanes).
+void popFinishedPaths(Warp &warp) {
   uint32_t live = warp.live();
-  if (!warp.divergent) {
-    pc = warp.pc[__builtin_ctz(live)];
-    return live;
+  while (!warp.paths.empty()) {
+    const Path &top = warp.paths.back();
+    if ((top.mask & live) != 0 && top.pc != top.reconvergence)
+      return;
+    warp.paths.pop_back();
   }
-  pc = INT32_MAX;
-  forLanes(live, [&](int lane) { pc = std::min(pc, warp.pc[lane]); });
-  uint32_t mask = 0;
-  forLanes(live, [&](int lane) {
-    if (warp.pc[lane] == pc)
-      mask |= 1u << lane;
-  });
-  return mask;
 }
 
-void updateDivergence(Warp &warp) {
-  uint32_t live = warp.live();
-  if (!live) {
-    warp.divergent = false;
+/// After a branch: the lanes of `active` went where warp.pc says. One
+/// target moves the path; several split it, each side to run in turn until
+/// the branch's reconvergence point, where the current path resumes with
+/// all of them.
+void followBranch(Cta &cta, Warp &warp, int branchPc, uint32_t active) {
+  active &= warp.live();
+  if (!active)
+    return;
+  int targets[kWarpSize];
+  uint32_t masks[kWarpSize];
+  int count = 0;
+  forLanes(active, [&](int lane) {
+    int i = 0;
+    while (i < count && targets[i] != warp.pc[lane])
+      ++i;
+    if (i == count) {
+      targets[count] = warp.pc[lane];
+      masks[count++] = 0;
+    }
+    masks[i] |= 1u << lane;
+  });
+  if (count == 1) {
+    warp.paths.back().pc = targets[0];
     return;
   }
-  int first = warp.pc[__builtin_ctz(live)];
-  bool same = true;
-  forLanes(live, [&](int lane) { same &= warp.pc[lane] == first; });
-  warp.divergent = !same;
+  int reconvergence = cta.kernel->reconvergence[size_t(branchPc)];
+  warp.paths.back().pc = reconvergence;
+  std::vector<int> order(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i)
+    order[size_t(i)] = count - 1 - i; // the first target found runs first
+  if (cta.options->shuffle)
+    std::shuffle(order.begin(), order.end(), cta.random);
+  for (int i : order)
+    warp.paths.push_back({targets[i], masks[i], reconvergence});
 }
 
 bool isBarrier(const Instruction &inst) {
@@ -115,35 +134,41 @@ bool isBarrier(const Instruction &inst) {
 /// Runs `warp` until a barrier, its exit, or `budget` instructions.
 void runWarp(Cta &cta, Warp &warp, const Program &program, uint64_t budget) {
   const std::vector<Instruction> &body = cta.kernel->body;
-  while (warp.live() && budget-- > 0) {
-    int pc;
-    uint32_t active = activeLanes(warp, pc);
+  while (budget-- > 0) {
+    popFinishedPaths(warp);
+    if (warp.paths.empty())
+      return;
+    int pc = warp.paths.back().pc;
+    uint32_t active = warp.paths.back().mask & warp.live();
     if (pc < 0 || size_t(pc) >= body.size()) {
       Exec e{cta, warp, body.back(), active, active};
       fault(e, __builtin_ctz(active), LaunchError::IllegalInstruction,
             "ran past the end of the kernel");
     }
-    const Instruction &inst = body[pc];
+    const Instruction &inst = body[size_t(pc)];
     uint32_t mask = guardMask(warp, inst, active);
     Exec e{cta, warp, inst, active, mask};
     forLanes(active, [&](int lane) { warp.pc[lane] = pc + 1; });
-    InstructionClass cls = program.classes[pc];
+    InstructionClass cls = program.classes[size_t(pc)];
     cta.counters.warpInstructions[size_t(cls)]++;
     cta.counters.activeLanes += __builtin_popcount(mask);
     if (isBarrier(inst) && mask) {
       if (mask != warp.live())
         fault(e, __builtin_ctz(mask), LaunchError::IllegalInstruction,
-              "bar.sync reached by part of a warp (lanes " +
-                  std::to_string(__builtin_popcount(mask)) + " of " +
-                  std::to_string(__builtin_popcount(warp.live())) + ")");
+              "bar.sync reached by part of a warp (" +
+                  std::to_string(__builtin_popcount(mask)) + " of its " +
+                  std::to_string(__builtin_popcount(warp.live())) +
+                  " lanes)");
       warp.atBarrier = true;
+      warp.paths.back().pc = pc + 1;
       cta.counters.barriers++;
       return;
     }
-    program.handlers[pc](e);
-    if (warp.divergent || active != warp.live() ||
-        cls == InstructionClass::Control)
-      updateDivergence(warp);
+    program.handlers[size_t(pc)](e);
+    if (cls == InstructionClass::Control)
+      followBranch(cta, warp, pc, active);
+    else
+      warp.paths.back().pc = pc + 1;
   }
 }
 
@@ -170,6 +195,7 @@ void initialiseCta(Cta &cta, unsigned sharedBytes, unsigned registerCount) {
     unsigned lanes = std::min(kWarpSize, int(threads - w * kWarpSize));
     warp.lanes = lanes == 32 ? ~0u : (1u << lanes) - 1;
     warp.registers.assign(size_t(registerCount) * kWarpSize, 0);
+    warp.paths.push_back({0, warp.lanes, -2});
   }
 }
 

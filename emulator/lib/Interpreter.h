@@ -38,13 +38,21 @@ struct PendingCopy {
   uint32_t bytes, sourceBytes;
 };
 
+/// An entry of a warp's reconvergence stack: lanes `mask` run from `pc`
+/// until they reach `reconvergence`, where the entry below takes them on.
+struct Path {
+  int pc;
+  uint32_t mask;
+  int reconvergence;
+};
+
 struct Warp {
   unsigned index = 0;
   uint32_t lanes = 0;  // lanes that exist
   uint32_t exited = 0;
   bool atBarrier = false;
-  bool divergent = false;
-  int pc[kWarpSize] = {};
+  std::vector<Path> paths; // the top runs
+  int pc[kWarpSize] = {};  // where a branch sends each lane
   std::vector<uint64_t> registers; // slot * 32 + lane
   /// cp.async: copies not yet committed, then committed groups (oldest
   /// first), per lane.

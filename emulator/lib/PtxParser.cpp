@@ -9,6 +9,7 @@
 
 #include "PtxLexer.h"
 #include "PtxOpcode.h"
+#include "Reconvergence.h"
 
 #include "fwp/Emulator/Ptx.h"
 
@@ -226,6 +227,7 @@ private:
     expect("{");
     parseBody(*kernel);
     resolveSymbols(*kernel);
+    kernel->reconvergence = reconvergencePoints(*kernel);
     module_.kernels.push_back(std::move(kernel));
   }
 

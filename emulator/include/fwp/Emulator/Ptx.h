@@ -130,6 +130,9 @@ struct Kernel {
   /// Offset of each .shared variable the kernel uses, in its shared memory.
   std::map<std::string, unsigned> sharedOffsets;
   unsigned dynamicSharedOffset = 0; // where `.extern .shared` starts
+  /// Per instruction: where lanes a branch there splits meet again (the
+  /// first instruction of the immediate post-dominator), -1 for the exit.
+  std::vector<int> reconvergence;
 };
 
 struct SharedVariable {
