@@ -203,10 +203,13 @@ void execCpAsync(Exec &e) {
     if (sourceBytes > bytes)
       fault(e, lane, LaunchError::IllegalInstruction,
             "cp.async source size above the copy size");
-    sharedAddress(e, lane, destination, 0, false); // bounds only
-    if (destination % bytes || destination + bytes > e.cta.shared.size())
+    if (uint64_t(destination) + bytes > e.cta.shared.size())
+      fault(e, lane, LaunchError::IllegalAddress,
+            "cp.async destination out of bounds at shared offset " +
+                std::to_string(destination));
+    if (destination % bytes)
       fault(e, lane, LaunchError::MisalignedAddress,
-            "cp.async destination out of bounds or misaligned at offset " +
+            "misaligned cp.async destination at shared offset " +
                 std::to_string(destination));
     if (sourceBytes && !e.cta.memory->find(source, sourceBytes))
       fault(e, lane, LaunchError::IllegalAddress,

@@ -386,7 +386,8 @@ private:
       } else if (auto special = specialRegister(word)) {
         op.kind = Operand::Kind::Special;
         op.special = *special;
-      } else if (word[0] == '%') {
+      } else if (word[0] == '%' || declaredNames_.count(word)) {
+        // Registers of an inner scope may have plain names (`tmp`).
         op.kind = Operand::Kind::Register;
         op.reg = registerSlot(word);
       } else {
