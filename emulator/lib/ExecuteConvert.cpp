@@ -75,8 +75,11 @@ uint64_t toInteger(const Instruction &inst, uint64_t bits) {
   __int128 value;
   if (isFloat(from)) {
     double v = floatValue(from, bits);
+    // NaN gives 0, except from .f64 or to a 64-bit integer: 1 << (width-1).
     if (std::isnan(v))
-      return 0;
+      return from == Type::F64 || sizeOf(to) == 8
+                 ? uint64_t(1) << (8 * sizeOf(to) - 1)
+                 : 0;
     v = roundForInteger(v, inst.rounding);
     if (v <= double(low))
       value = low;
@@ -149,7 +152,7 @@ void execCvt(Exec &e) {
     } else if (isFloat(inst.type)) {
       out = toWideFloat(inst, a);
     } else {
-      out = toInteger(inst, a);
+      out = widenSigned(e, inst.operands[0], inst.type, toInteger(inst, a));
     }
     write(e, inst.operands[0], lane, out);
   });

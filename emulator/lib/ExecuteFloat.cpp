@@ -32,12 +32,9 @@ template <typename T> T result(const Instruction &inst, T value) {
       value = flushSubnormal(value);
   if (inst.sat)
     value = std::isnan(value) ? T(0) : std::min(std::max(value, T(0)), T(1));
-  if (std::isnan(value)) {
-    if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>)
+    if (std::isnan(value))
       return bitsAs<float>(kCanonicalNanF32);
-    else
-      return bitsAs<double>(kCanonicalNanF64);
-  }
   return value;
 }
 
@@ -82,6 +79,18 @@ void execDiv(Exec &e) {
   floatBinary(e, [](auto a, auto b) { return a / b; });
 }
 
+/// div.approx.f32 computes a * (1 / b): for 2^126 < |b| < 2^128 the
+/// reciprocal underflows, so the result is a signed zero, or NaN for an
+/// infinite a (ISA: div).
+void execDivApprox(Exec &e) {
+  floatBinary(e, [](float a, float b) {
+    float magnitude = std::fabs(b);
+    if (magnitude > 0x1p126f && magnitude < INFINITY)
+      return std::isinf(a) ? NAN : std::copysign(0.0f, a) * std::copysign(1.0f, b);
+    return a / b;
+  });
+}
+
 void execFma(Exec &e) {
   const Instruction &inst = e.inst;
   withFloatType(inst, [&](auto t) {
@@ -116,11 +125,16 @@ void execNeg(Exec &e) {
   });
 }
 
+/// abs.f64 passes a NaN through unchanged, its sign too (ISA: abs).
 void execAbs(Exec &e) {
   const Instruction &inst = e.inst;
   withFloatType(inst, [&](auto t) {
     using T = decltype(t);
-    unaryLanes<T>(e, [&](T a) { return std::fabs(input(inst, a)); });
+    unaryLanes<T>(e, [&](T a) {
+      if (std::is_same_v<T, double> && std::isnan(a))
+        return a;
+      return std::fabs(input(inst, a));
+    });
   });
 }
 
@@ -170,7 +184,7 @@ Handler floatHandler(const Instruction &inst) {
   case Opcode::Mul:
     return execMul;
   case Opcode::Div:
-    return execDiv;
+    return f32 && inst.approx ? execDivApprox : execDiv;
   case Opcode::Fma:
   case Opcode::Mad:
     return execFma;

@@ -68,8 +68,9 @@ void execLd(Exec &e) {
     for (unsigned i = 0; i < inst.vector; ++i) {
       uint64_t bits = 0;
       std::memcpy(&bits, p + i * element, element);
-      write(e, dest.kind == Operand::Kind::Vector ? dest.elements[i] : dest,
-            lane, bits);
+      const Operand &to =
+          dest.kind == Operand::Kind::Vector ? dest.elements[i] : dest;
+      write(e, to, lane, widenSigned(e, to, inst.type, bits));
     }
   });
   count(e, addresses, bytes);

@@ -61,6 +61,8 @@ uint16_t roundTo(const Format &format, double value, Rounding rounding) {
     magnitudeRounding = Rounding::Rm;
   double units =
       roundToInteger(std::ldexp(magnitude, -quantum), magnitudeRounding);
+  if (units == 0)
+    return sign;
   double rounded = std::ldexp(units, quantum);
   double largest = std::ldexp(2.0 - std::ldexp(1.0, -mantissaBits),
                               format.maxExponent);

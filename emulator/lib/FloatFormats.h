@@ -9,9 +9,8 @@
 
 namespace fwp::emu {
 
-/// The NaN that f32 and f64 arithmetic writes (ISA: "canonical NaN").
+/// The NaN that f32 arithmetic writes (the hardware's; f64 keeps payloads).
 constexpr uint32_t kCanonicalNanF32 = 0x7fffffff;
-constexpr uint64_t kCanonicalNanF64 = 0x7fffffffffffffffull;
 constexpr uint16_t kCanonicalNanF16 = 0x7fff;
 constexpr uint16_t kCanonicalNanBF16 = 0x7fff;
 

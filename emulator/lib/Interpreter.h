@@ -142,6 +142,20 @@ inline void write(Exec &e, const Operand &op, int lane, uint64_t bits) {
   e.reg(op.reg)[lane] = bits;
 }
 
+/// A signed value narrower than its destination register is sign-extended
+/// to the register's width (ISA: ld and cvt, "sign-extended to the
+/// destination register width for signed integers").
+inline uint64_t widenSigned(const Exec &e, const Operand &op, Type type,
+                            uint64_t bits) {
+  unsigned bytes = sizeOf(type);
+  if (!isSigned(type) || bytes >= 8 || op.kind != Operand::Kind::Register)
+    return bits;
+  unsigned shift = 64 - 8 * bytes;
+  int64_t extended = int64_t(bits << shift) >> shift;
+  return truncateBits(uint64_t(extended),
+                      sizeOf(e.cta.kernel->registerTypes[size_t(op.reg)]));
+}
+
 template <typename T> T bitsAs(uint64_t bits) {
   T value;
   std::memcpy(&value, &bits, sizeof(T));

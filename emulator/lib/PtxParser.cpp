@@ -69,7 +69,8 @@ private:
   }
   [[noreturn]] void fail(const std::string &message) const {
     const Token &t = peek();
-    throw ParseError("line " + std::to_string(t.line) + ": " + message +
+    std::string in = kernel_ ? "kernel " + kernel_->name + ": " : "";
+    throw ParseError("line " + std::to_string(t.line) + ": " + in + message +
                      (t.kind == Token::Kind::End ? " (at the end)"
                                                  : " (near `" + t.text + "`)"));
   }
@@ -229,6 +230,7 @@ private:
     resolveSymbols(*kernel);
     kernel->reconvergence = reconvergencePoints(*kernel);
     module_.kernels.push_back(std::move(kernel));
+    kernel_ = nullptr;
   }
 
   void parsePerformanceDirectives(Kernel &kernel) {
