@@ -62,6 +62,10 @@ std::string Context::deviceName() const {
   return name;
 }
 
+bool Context::isEmulator() const {
+  return deviceName().rfind("fwp PTX emulator", 0) == 0;
+}
+
 int Context::computeCapability() const {
   int major = 0, minor = 0;
   const Driver &d = driver();

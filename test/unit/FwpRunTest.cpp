@@ -9,6 +9,7 @@
 #include "TestUtils.h"
 
 #include "fwp/Reference/Reference.h"
+#include "fwp/Runtime/Cuda.h"
 #include "fwp/Runtime/Driver.h"
 #include "fwp/Support/Npy.h"
 
@@ -744,13 +745,36 @@ TEST_F(FwpRunTest, DefaultBackendSaysWhichItUses) {
                     quote(out.string()) + " --heads 2");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "");
-  // cuda when a GPU is usable, else cpu, saying why.
-  if (fwp::rt::cudaUsable()) {
+  // cuda when a GPU is usable, else cpu, saying why. The stand-in driver
+  // (the PTX emulator) is never chosen by default.
+  if (fwp::rt::cudaUsable() && fwp::rt::Context::primary().isEmulator()) {
+    EXPECT_EQ(expectChoiceLine(r.err), "cpu");
+    EXPECT_NE(r.err.find("the CUDA driver is fwp's PTX emulator"),
+              std::string::npos)
+        << r.err;
+  } else if (fwp::rt::cudaUsable()) {
     EXPECT_EQ(expectChoiceLine(r.err), "cuda");
   } else {
     EXPECT_EQ(expectChoiceLine(r.err), "cpu");
     EXPECT_NE(r.err.find("(no usable CUDA GPU: "), std::string::npos) << r.err;
   }
+  EXPECT_LE(relativeError(readOutput("y.npy"), referenceY(inputs, 2)), 1e-5);
+}
+
+// Asked for by name, the cuda backend runs where the driver is, and says
+// so when that is the emulator.
+TEST_F(FwpRunTest, CudaBackendSaysWhenItRunsOnTheEmulator) {
+  if (!fwp::rt::cudaUsable() || !fwp::rt::Context::primary().isEmulator())
+    GTEST_SKIP() << "the CUDA driver here is not fwp's PTX emulator";
+  Sizes s;
+  Inputs inputs = writeNewInputs(s, DType::F32, false);
+  RunResult r = run("--inputs " + quote(in.string()) + " --outputs " +
+                    quote(out.string()) + " --heads 2 --backend cuda");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("backend cuda runs on fwp PTX emulator (sm_90), not "
+                       "a GPU"),
+            std::string::npos)
+      << r.err;
   EXPECT_LE(relativeError(readOutput("y.npy"), referenceY(inputs, 2)), 1e-5);
 }
 

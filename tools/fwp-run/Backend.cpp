@@ -2,6 +2,7 @@
 
 #include "Backend.h"
 
+#include "fwp/Runtime/Cuda.h"
 #include "fwp/Runtime/Driver.h"
 
 #include <fmt/format.h>
@@ -60,10 +61,13 @@ BackendChoice chooseBackend(bool needsBackward,
   };
   std::vector<BackendKind> preference;
   std::string whyNoGpu;
-  if (rt::cudaUsable(&whyNoGpu))
-    preference.push_back(BackendKind::Cuda);
-  else
+  if (!rt::cudaUsable(&whyNoGpu))
     skip(fmt::format("no usable CUDA GPU: {}", whyNoGpu));
+  else if (rt::Context::primary().isEmulator())
+    skip("the CUDA driver is fwp's PTX emulator, used only with --backend "
+         "cuda");
+  else
+    preference.push_back(BackendKind::Cuda);
   preference.push_back(BackendKind::Cpu);
   preference.push_back(BackendKind::Reference);
 

@@ -20,6 +20,8 @@
 #include "IO.h"
 #include "Options.h"
 
+#include "fwp/Runtime/Cuda.h"
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -72,8 +74,13 @@ int runTool(int argc, char **argv) {
   // read; the default one depends on them (does dy.npy ask for the
   // backward?), so it is chosen after.
   std::unique_ptr<Backend> backend;
-  if (opts.backend)
+  if (opts.backend) {
     backend = createBackend(*opts.backend, settings);
+    if (std::string_view(backend->name()) == "cuda" && rt::cudaUsable() &&
+        rt::Context::primary().isEmulator())
+      report(fmt::format("backend cuda runs on {}, not a GPU",
+                         rt::Context::primary().deviceName()));
+  }
   checkOutputPath(opts.outputs);
   Problem p = loadInputs(opts);
   if (!backend) {

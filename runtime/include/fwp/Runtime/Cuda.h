@@ -44,6 +44,9 @@ public:
   /// Waits for all work on the device (cuCtxSynchronize).
   void synchronize() const;
   std::string deviceName() const;
+  /// True on fwp's stand-in driver (the PTX emulator, emulator/), whose
+  /// device is named "fwp PTX emulator (sm_NN)": correct, but no GPU.
+  bool isEmulator() const;
   /// Compute capability as major * 10 + minor, e.g. 90 for sm_90.
   int computeCapability() const;
   CUcontext handle() const { return context_; }
