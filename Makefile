@@ -5,7 +5,7 @@ PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
 .PHONY: all deps build test sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean \
-        equivalence capacity char-lm
+        equivalence capacity char-lm barrier-mutation
 
 all: build
 
@@ -46,6 +46,11 @@ sanitize: deps
 	  ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=1:detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 OMP_NUM_THREADS=2 \
 	  scripts/run-tests.sh $(SANITIZE_BUILD) $(JOBS) -R "$(SANITIZE_OPENMP)"
+
+# Each bar.sync of the scan's kernels removed in turn, on the PTX emulator:
+# a removal nobody notices is a redundant barrier (or a gap in the checks).
+barrier-mutation: build
+	LD_LIBRARY_PATH=$(abspath $(BUILD))/lib/emulated-cuda $(BUILD)/bin/BarrierMutationTest
 
 # The main job: compile the whole module to PTX (and check it with ptxas
 # when it is installed), then run it on random inputs on the best backend.

@@ -11,6 +11,7 @@
 #include "Interpreter.h"
 
 #include <algorithm>
+#include <mutex>
 #include <sstream>
 
 namespace fwp::emu {
@@ -66,36 +67,60 @@ void checkCtaWrite(Exec &e, int lane, const Allocation &a, uint64_t address,
   }
 }
 
-void checkRace(Exec &e, int lane, uint64_t offset, unsigned bytes,
-               bool isWrite) {
+/// Two threads of a CTA touching one word, one of them writing, with no
+/// barrier between: a race whatever the warps' order (and within a warp,
+/// since Volta's threads need not run in lockstep).
+template <typename Shadow>
+void checkRace(Exec &e, int lane, Shadow &s, uint64_t cta, uint64_t word,
+               bool isWrite, const char *space) {
   int thread = int(e.threadId(lane));
-  for (uint64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word) {
-    SharedShadow &s = e.cta.sharedShadow[word];
-    if (s.epoch != e.cta.epoch)
-      s = {e.cta.epoch, -1, -1};
-    int other = -1;
-    if (s.writer >= 0 && s.writer != thread)
-      other = s.writer;
-    else if (isWrite && s.reader >= 0 && s.reader != thread)
-      other = s.reader;
-    else if (isWrite && s.reader == -2)
-      other = -2;
-    if (other != -1) {
-      bool otherWrote = s.writer >= 0 && s.writer != thread;
-      fault(e, lane, LaunchError::LaunchFailed,
-            "shared-memory race at offset " + std::to_string(word * 4) +
-                ": this " + (isWrite ? "write" : "read") + " and a " +
-                (otherWrote ? "write" : "read") + " by " +
-                (other >= 0 ? threadName(e.cta, unsigned(other))
-                            : std::string("other threads")) +
-                " with no barrier between");
-    }
-    if (isWrite)
-      s.writer = thread;
-    else if (s.reader == -1)
-      s.reader = thread;
-    else if (s.reader != thread)
-      s.reader = -2;
+  if (s.cta != cta || s.epoch != e.cta.epoch) {
+    s.cta = cta;
+    s.epoch = e.cta.epoch;
+    s.writer = s.reader = -1;
+  }
+  int other = -1;
+  if (s.writer >= 0 && s.writer != thread)
+    other = s.writer;
+  else if (isWrite && s.reader >= 0 && s.reader != thread)
+    other = s.reader;
+  else if (isWrite && s.reader == -2)
+    other = -2;
+  if (other != -1) {
+    bool otherWrote = s.writer >= 0 && s.writer != thread;
+    fault(e, lane, LaunchError::LaunchFailed,
+          std::string(space) + "-memory race at " + space + " " +
+              hex(word * 4) + ": this " + (isWrite ? "write" : "read") +
+              " and a " + (otherWrote ? "write" : "read") + " by " +
+              (other >= 0 ? threadName(e.cta, unsigned(other))
+                          : std::string("other threads")) +
+              " with no barrier between");
+  }
+  if (isWrite)
+    s.writer = int16_t(thread);
+  else if (s.reader == -1)
+    s.reader = int16_t(thread);
+  else if (s.reader != thread)
+    s.reader = -2;
+}
+
+void checkSharedRace(Exec &e, int lane, uint64_t offset, unsigned bytes,
+                     bool isWrite) {
+  for (uint64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word)
+    checkRace(e, lane, e.cta.sharedShadow[word], 0, word, isWrite, "shared");
+}
+
+/// CTAs on other host threads share global memory: a word's shadow is
+/// updated under one of a few locks chosen by its address.
+void checkGlobalRace(Exec &e, int lane, const Allocation &a,
+                     uint64_t address, unsigned bytes, bool isWrite) {
+  static std::mutex locks[64];
+  uint64_t cta = (e.cta.launchId << 32) | e.cta.linearId;
+  for (uint64_t word = address / 4; word <= (address + bytes - 1) / 4;
+       ++word) {
+    std::lock_guard<std::mutex> lock(locks[(word >> 3) % 64]);
+    checkRace(e, lane, a.shadow[word - a.base / 4], cta, word, isWrite,
+              "global");
   }
 }
 
@@ -119,6 +144,8 @@ uint8_t *globalAddress(Exec &e, int lane, uint64_t address, unsigned bytes,
   }
   if (!isWrite)
     checkWritten(e, lane, flags, bytes, "global", address);
+  if (e.cta.options->checks && !isAtomic)
+    checkGlobalRace(e, lane, *a, address, bytes, isWrite);
   return a->at(address);
 }
 
@@ -139,7 +166,7 @@ uint8_t *sharedAddress(Exec &e, int lane, uint64_t offset, unsigned bytes,
                   " a cp.async destination (shared offset " +
                   std::to_string(offset + i) +
                   ") before the cp.async.wait_group that completes it");
-    checkRace(e, lane, offset, bytes, isWrite);
+    checkSharedRace(e, lane, offset, bytes, isWrite);
   }
   uint8_t *flags = cta.sharedWritten.data() + offset;
   if (isWrite)

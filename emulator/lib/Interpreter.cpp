@@ -186,7 +186,7 @@ void initialiseCta(Cta &cta, unsigned sharedBytes, unsigned registerCount) {
   cta.shared.assign(sharedBytes, 0);
   cta.sharedWritten.assign(sharedBytes, 0);
   cta.sharedPending.assign(sharedBytes, 0);
-  cta.sharedShadow.assign((sharedBytes + 3) / 4, SharedShadow{});
+  cta.sharedShadow.assign((sharedBytes + 3) / 4, AccessShadow{});
   unsigned warps = (threads + kWarpSize - 1) / kWarpSize;
   cta.warps.assign(warps, Warp{});
   for (unsigned w = 0; w < warps; ++w) {

@@ -61,14 +61,6 @@ struct Warp {
   uint32_t live() const { return lanes & ~exited; }
 };
 
-/// The shadow of one shared word for the race check: who wrote and read it
-/// since the last barrier (`epoch`).
-struct SharedShadow {
-  uint32_t epoch = 0;
-  int32_t writer = -1;
-  int32_t reader = -1; // -2: more than one thread
-};
-
 struct Cta {
   const Kernel *kernel = nullptr;
   Dim3 id, grid, block;
@@ -80,7 +72,7 @@ struct Cta {
   std::vector<uint8_t> shared;
   std::vector<uint8_t> sharedWritten;  // a flag a byte
   std::vector<uint8_t> sharedPending;  // a cp.async lands here at its wait
-  std::vector<SharedShadow> sharedShadow;
+  std::vector<AccessShadow> sharedShadow; // the race check's
   uint32_t epoch = 1;
   std::vector<Warp> warps;
   Counters counters;

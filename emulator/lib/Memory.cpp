@@ -15,7 +15,9 @@ uint64_t DeviceMemory::allocate(size_t bytes) {
   allocation->data.reset(new (std::nothrow) uint8_t[size]);
   allocation->written.reset(new (std::nothrow) uint8_t[size]);
   allocation->writer.reset(new (std::nothrow) uint64_t[(size + 3) / 4]);
-  if (!allocation->data || !allocation->written || !allocation->writer)
+  allocation->shadow.reset(new (std::nothrow) AccessShadow[(size + 3) / 4]);
+  if (!allocation->data || !allocation->written || !allocation->writer ||
+      !allocation->shadow)
     return 0;
   std::memset(allocation->data.get(), kPoisonByte, size);
   std::memset(allocation->written.get(), 0, size);

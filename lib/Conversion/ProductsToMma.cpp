@@ -27,6 +27,8 @@
 
 #include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -500,20 +502,33 @@ Operation *ProductLowering::lowerStaged(Value stage) {
   return scope;
 }
 
-/// x rounded to the nearest tf32 (10 mantissa bits), as f32 bits whose low
-/// 13 are zero: what the tensor cores read of an f32 register.
+/// The row-major position of the `index`-th element of `shape`.
+void delinearize(int64_t index, ArrayRef<int64_t> shape,
+                 SmallVectorImpl<int64_t> &position) {
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    position[d] = index % shape[d];
+    index /= shape[d];
+  }
+}
+
+/// x rounded to the nearest tf32 (10 mantissa bits, ties away from zero),
+/// as f32 bits whose low 13 are zero: what the tensor cores read of an f32
+/// register. cvt.rna.tf32.f32 element by element keeps NaN and infinities,
+/// which integer rounding of the bits would turn into zeros.
 Value roundToTf32(ImplicitLocOpBuilder &b, Value x) {
   auto type = cast<VectorType>(x.getType());
-  auto bitsType = type.clone(b.getI32Type());
-  auto splat = [&](int32_t v) {
-    return arith::ConstantOp::create(
-        b, SplatElementsAttr::get(bitsType, b.getI32IntegerAttr(v)));
-  };
-  Value bits = arith::BitcastOp::create(b, bitsType, x);
-  // Round half away from zero: add half of the dropped unit, then truncate.
-  Value rounded = arith::AndIOp::create(
-      b, arith::AddIOp::create(b, bits, splat(0x1000)), splat(~0x1fff));
-  return arith::BitcastOp::create(b, type, rounded);
+  Value rounded = ub::PoisonOp::create(b, type);
+  SmallVector<int64_t> position(type.getRank(), 0);
+  for (int64_t i = 0, n = type.getNumElements(); i < n; ++i) {
+    delinearize(i, type.getShape(), position);
+    Value element = vector::ExtractOp::create(b, x, position);
+    Value bits = NVVM::ConvertFloatToTF32Op::create(
+        b, b.getI32Type(), element, NVVM::FPRoundingMode::RNA,
+        NVVM::SaturationMode::NONE, /*relu=*/false);
+    Value tf32 = arith::BitcastOp::create(b, b.getF32Type(), bits);
+    rounded = vector::InsertOp::create(b, tf32, rounded, position);
+  }
+  return rounded;
 }
 
 /// f32 MMA -> tf32 MMAs: one of the rounded operands, or three that also

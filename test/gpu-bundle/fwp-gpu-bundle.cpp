@@ -2,6 +2,7 @@
 //
 //   fwp-gpu-bundle --out DIR --runner PATH --script PATH
 //                  [--backend cuda|cpu] [--chip sm_90] [--quick]
+//                  [--no-bench]
 //
 // Writes DIR, everything a machine with a GPU and a CUDA driver but no
 // compiler needs to check fwp's CUDA backend (docs/compiled-modules.md):
@@ -17,7 +18,9 @@
 // The checks are the CUDA tests' own: every case of AttentionCases.h,
 // forward and backward, with its seed and bound. --backend cpu writes the
 // same bundle for this host's CPU (how the bundle itself is tested without a
-// GPU); --quick keeps three cases and the smallest benchmark shape.
+// GPU); --quick keeps three cases and the smallest benchmark shape;
+// --no-bench leaves the benchmark out (the checks on the PTX emulator, whose
+// speed is not a GPU's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +62,7 @@ cl::opt<Backend>
 cl::opt<std::string> chip("chip", cl::init(""),
                           cl::desc("CUDA chip (default sm_90)"));
 cl::opt<bool> quick("quick", cl::desc("three cases, one small shape"));
+cl::opt<bool> noBench("no-bench", cl::desc("the checks only, no benchmark"));
 
 /// A benchmark shape: the module of `desc` on [seqLen, batch, d_model].
 struct BenchShape {
@@ -197,6 +201,8 @@ std::string writeChecks(Bundle &bundle) {
 
 std::string writeBench(Bundle &bundle) {
   std::string table = "# FORWARD\tBACKWARD\tSEQ_LEN\tBATCH\tLABEL\n";
+  if (noBench)
+    return table;
   for (const BenchShape &s : kBenchShapes) {
     KernelDesc desc;
     desc.rule = s.rule;

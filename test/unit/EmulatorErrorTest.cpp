@@ -263,4 +263,33 @@ TEST(EmulatorErrors, TwoCtasStoringTheSameGlobalWordAreReported) {
   EXPECT_TRUE(expectCleanLaunch(outcome, apart));
 }
 
+// Global memory has the same hazard within a CTA: one thread stores a word
+// that another thread of the CTA (here of the same warp: Volta's threads
+// need not run in lockstep) loads with no barrier between.
+TEST(EmulatorErrors, GlobalStoreAndLoadByTwoThreadsWithoutBarSyncAreARace) {
+  const char *decls = "  .reg .pred %p<3>;\n  .reg .b32 %r1;\n";
+  auto kernel = [&](const std::string &name, const std::string &between) {
+    return namedKernel(name, decls, R"(
+  setp.eq.u32 %p1, %t, 0;
+  setp.eq.u32 %p2, %t, 1;
+  @%p1 st.global.u32 [%outp], %t;
+)" + between + R"(
+  @%p2 ld.global.u32 %r1, [%outp];
+  @%p2 st.global.u32 [%outp+4], %r1;
+)");
+  };
+  std::string racy = kernel("global_race", "");
+  LaunchOutcome outcome =
+      launchWithBuffers(racy, "global_race", Dim3{1}, Dim3{32});
+  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
+  EXPECT_NE(outcome.result.error, LaunchError::None)
+      << "the global-memory race went unreported";
+  EXPECT_NE(outcome.result.report.find("global-memory race"),
+            std::string::npos)
+      << outcome.result.report;
+  std::string ordered = kernel("global_ordered", "  bar.sync 0;\n");
+  outcome = launchWithBuffers(ordered, "global_ordered", Dim3{1}, Dim3{32});
+  EXPECT_TRUE(expectCleanLaunch(outcome, ordered));
+}
+
 } // namespace

@@ -62,8 +62,10 @@ def FwpProductsToMma : Pass<"fwp-products-to-mma"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::scf::SCFDialect",
+                           "::mlir::ub::UBDialect",
                            "::mlir::vector::VectorDialect"];
 }
 

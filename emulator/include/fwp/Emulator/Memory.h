@@ -27,6 +27,15 @@ constexpr uint64_t kGuardBytes = 256;
 /// a NaN in every float type and -1 as an integer).
 constexpr uint8_t kPoisonByte = 0xff;
 
+/// Who touched a word since the last barrier of the CTA that touched it
+/// last, for the race check between the threads of a CTA (-1: nobody, -2:
+/// more than one thread read it).
+struct AccessShadow {
+  uint64_t cta = 0; // (launch << 32) | CTA
+  uint32_t epoch = 0;
+  int16_t writer = -1, reader = -1;
+};
+
 struct Allocation {
   uint64_t base = 0;
   size_t size = 0;
@@ -38,6 +47,8 @@ struct Allocation {
   /// plain store ((launch << 32) | cta + 1), for the check that two CTAs of
   /// one launch never write the same word without atomics.
   std::unique_ptr<uint64_t[]> writer;
+  /// One a 4-byte word: the race check within a CTA.
+  std::unique_ptr<AccessShadow[]> shadow;
 
   bool contains(uint64_t address, size_t bytes) const {
     return address >= base && address - base + bytes <= size;
