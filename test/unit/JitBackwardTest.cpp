@@ -32,6 +32,7 @@
 
 #include "AttentionTestUtils.h"
 #include "BackendUnderTest.h"
+#include "NonFiniteInputs.h"
 #include "TestUtils.h"
 
 #include "fwp/JIT/JIT.h"
@@ -169,6 +170,33 @@ TEST_F(BackwardTest, ManyHeads) { checkCases("ManyHeads"); }
 TEST_F(BackwardTest, DefaultChunkSize) { checkCases("DefaultChunkSize"); }
 
 TEST_F(BackwardTest, ZeroKeySteps) { checkCases("ZeroKeySteps"); }
+
+// NaN and infinities (NonFiniteInputs.h): dx like the forward's y; a
+// weight gradient sums over every row, so only "non-finite where the
+// reference is" holds for it.
+TEST_F(BackwardTest, NonFiniteInputsStayNonFinite) {
+  Case c = smallCase();
+  auto kernel = fwp::jit::compile(c.desc(DType::F32, fwp::test::kBackend));
+  auto cpuKernel =
+      fwp::jit::compile(c.desc(DType::F32, fwp::jit::Backend::Cpu));
+  for (const fwp::test::SpecialValue &special : fwp::test::specialValues()) {
+    Problem p = makeProblem(c, DType::F32, 19);
+    fwp::test::plantSpecial(p, special.value);
+    auto ref = referenceGradients(p, p.dy);
+    auto got = runBackward(*kernel, p, p.dy);
+    auto cpu = runBackward(*cpuKernel, p, p.dy);
+    fwp::test::expectSpecialKept(got[0], ref[0], p.shape.batch,
+                                 /*firstReached=*/0, p.shape.dModel, 1e-4,
+                                 std::string(special.name) + " dx");
+    for (size_t g = 1; g < got.size(); ++g) {
+      std::string what = std::string(special.name) + " " + kGradientNames[g];
+      fwp::test::expectNoneVanished(got[g], ref[g], what);
+      EXPECT_EQ(fwp::test::nonFiniteMask(got[g]),
+                fwp::test::nonFiniteMask(cpu[g]))
+          << what;
+    }
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // Float64 against the float64 reference

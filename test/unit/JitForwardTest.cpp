@@ -12,6 +12,7 @@
 
 #include "AttentionTestUtils.h"
 #include "BackendUnderTest.h"
+#include "NonFiniteInputs.h"
 #include "TestUtils.h"
 
 #include "fwp/JIT/JIT.h"
@@ -99,6 +100,31 @@ TEST_F(ForwardTest, Float64MatchesReference) {
 TEST_F(ForwardTest, Bfloat16Storage) { checkCases("Bfloat16Storage"); }
 
 TEST_F(ForwardTest, Float16Storage) { checkCases("Float16Storage"); }
+
+//===----------------------------------------------------------------------===//
+// NaN and infinities (NonFiniteInputs.h)
+//===----------------------------------------------------------------------===//
+
+TEST_F(ForwardTest, NonFiniteInputsStayNonFinite) {
+  Case c = smallCase();
+  auto kernel = fwp::jit::compile(c.desc(DType::F32, fwp::test::kBackend));
+  auto cpuKernel =
+      fwp::jit::compile(c.desc(DType::F32, fwp::jit::Backend::Cpu));
+  for (const fwp::test::SpecialValue &special : fwp::test::specialValues()) {
+    Problem p = makeProblem(c, DType::F32, 17);
+    fwp::test::plantSpecial(p, special.value);
+    std::vector<double> ref =
+        fwp::ref::attention(p.config, p.shape, p.x, p.params).y;
+    std::vector<double> y = runForward<float>(*kernel, p);
+    int64_t specialChunk = fwp::test::kSpecialStep / c.chunk * c.chunk;
+    fwp::test::expectSpecialKept(y, ref, p.shape.batch, specialChunk,
+                                 p.shape.dModel, 1e-5, special.name);
+    // The backends agree on where the non-finite values are.
+    EXPECT_EQ(fwp::test::nonFiniteMask(y),
+              fwp::test::nonFiniteMask(runForward<float>(*cpuKernel, p)))
+        << special.name;
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // forward() itself
