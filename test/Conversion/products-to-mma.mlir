@@ -43,6 +43,11 @@
 // CHECK-NOT: linalg.matmul
 // CHECK-NOT: vector.contract
 // ONE-LABEL: func @product
+// Operands rounded to tf32 by cvt.rna.tf32.f32, which keeps NaN and inf.
+// ONE: %[[ELEMENT:.*]] = vector.extract %{{.*}}[0, 0] : f32 from vector<4x1xf32>
+// ONE: %[[TF32:.*]] = nvvm.convert.float.to.tf32 %[[ELEMENT]] {rnd = #nvvm.fp_rnd_mode<rna>}
+// ONE: arith.bitcast %[[TF32]] : i32 to f32
+// ONE-NOT: arith.andi
 // ONE-COUNT-8: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
 // ONE-NOT: nvgpu.mma.sync
 // CORES-LABEL: func @product
