@@ -105,8 +105,8 @@ cuDeviceGetName(char *name, int length, int device) {
     return kInvalidValue;
   if (device < 0 || size_t(device) >= state.devices.size())
     return kInvalidDevice;
-  std::string text = "fwp PTX emulator (sm_" + std::to_string(settings().sm) +
-                     ")";
+  std::string text =
+      "fwp PTX emulator (sm_" + std::to_string(settings().sm) + ")";
   std::strncpy(name, text.c_str(), size_t(length));
   name[length - 1] = '\0';
   return kSuccess;

@@ -14,29 +14,25 @@ using namespace fwp::emu::driver;
 
 namespace {
 
-
-
 /// Runs `copy` after everything queued on the device.
 template <typename F> CUresult synchronous(Device *device, F copy) {
-  if (CUresult status = State::get().drain(nullptr, device);
-      status != kSuccess)
+  if (CUresult status = State::get().drain(nullptr, device); status != kSuccess)
     return status;
   return copy() ? kSuccess : kInvalidValue;
 }
 
 template <typename F>
 CUresult asynchronous(Device *device, Stream *stream, F copy) {
-  return State::get().submit(stream, device, [copy] {
-    return copy() ? kSuccess : kInvalidValue;
-  });
+  return State::get().submit(
+      stream, device, [copy] { return copy() ? kSuccess : kInvalidValue; });
 }
 
 } // namespace
 
 extern "C" {
 
-__attribute__((visibility("default"))) CUresult
-cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
+__attribute__((visibility("default"))) CUresult cuMemAlloc_v2(uint64_t *pointer,
+                                                              size_t bytes) {
   FWP_CURRENT_DEVICE(device);
   if (!pointer || bytes == 0)
     return kInvalidValue;
@@ -84,8 +80,7 @@ cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t bytes, Stream *stream) {
 }
 
 __attribute__((visibility("default"))) CUresult
-cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes,
-                     Stream *stream) {
+cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes, Stream *stream) {
   FWP_CURRENT_DEVICE(device);
   DeviceMemory *memory = &device->memory;
   return asynchronous(device, stream,

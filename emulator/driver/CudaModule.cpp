@@ -18,7 +18,6 @@ using namespace fwp::emu::driver;
 
 namespace {
 
-
 constexpr int kJitInfoLogBuffer = 3;
 constexpr int kJitInfoLogBufferSizeBytes = 4;
 constexpr int kJitErrorLogBuffer = 5;
@@ -29,7 +28,6 @@ std::vector<std::unique_ptr<ModuleObject>> &modules() {
   static auto *list = new std::vector<std::unique_ptr<ModuleObject>>();
   return *list;
 }
-
 
 void copyLog(const std::string &text, unsigned count, int *options,
              void **values, int bufferOption, int sizeOption) {
@@ -149,8 +147,10 @@ cuLaunchKernel(Function *function, unsigned gridX, unsigned gridY,
     return kInvalidHandle;
   const Kernel &kernel = *function->kernel;
   if (extra || (!kernelParams && !kernel.parameters.empty())) {
-    std::fprintf(stderr, "fwp PTX emulator: kernel %s: launch without "
-                         "kernelParams\n", kernel.name.c_str());
+    std::fprintf(stderr,
+                 "fwp PTX emulator: kernel %s: launch without "
+                 "kernelParams\n",
+                 kernel.name.c_str());
     return kInvalidValue;
   }
   Dim3 grid{gridX, gridY, gridZ}, block{blockX, blockY, blockZ};

@@ -1,4 +1,5 @@
-//===- DriverState.h - The stand-in driver's devices and objects -*- C++ -*-===//
+//===- DriverState.h - The stand-in driver's devices and objects -*- C++
+//-*-===//
 //
 // What libcuda.so.1 keeps between calls: the settings read from the
 // environment once, the devices (each with its memory and its sticky error),
@@ -121,7 +122,8 @@ CUresult deviceAttribute(const Chip &chip, int attribute, int &value);
 /// Runs a kernel and turns a fault into the device's sticky error, with its
 /// report on standard error.
 CUresult runLaunch(Device &device, Function &function, Dim3 grid, Dim3 block,
-                   unsigned sharedBytes, std::vector<std::vector<uint8_t>> args);
+                   unsigned sharedBytes,
+                   std::vector<std::vector<uint8_t>> args);
 
 } // namespace fwp::emu::driver
 

@@ -62,7 +62,8 @@ void checkCtaWrite(Exec &e, int lane, const Allocation &a, uint64_t address,
       fault(e, lane, LaunchError::LaunchFailed,
             "global word at " + hex(a.base + word * 4) +
                 " written by two CTAs of one launch (block " +
-                std::to_string((before & 0xffffffffu) - 1) + " and this one)"
+                std::to_string((before & 0xffffffffu) - 1) +
+                " and this one)"
                 " without atomics");
   }
 }
@@ -112,12 +113,11 @@ void checkSharedRace(Exec &e, int lane, uint64_t offset, unsigned bytes,
 
 /// CTAs on other host threads share global memory: a word's shadow is
 /// updated under one of a few locks chosen by its address.
-void checkGlobalRace(Exec &e, int lane, const Allocation &a,
-                     uint64_t address, unsigned bytes, bool isWrite) {
+void checkGlobalRace(Exec &e, int lane, const Allocation &a, uint64_t address,
+                     unsigned bytes, bool isWrite) {
   static std::mutex locks[64];
   uint64_t cta = (e.cta.launchId << 32) | e.cta.linearId;
-  for (uint64_t word = address / 4; word <= (address + bytes - 1) / 4;
-       ++word) {
+  for (uint64_t word = address / 4; word <= (address + bytes - 1) / 4; ++word) {
     std::lock_guard<std::mutex> lock(locks[(word >> 3) % 64]);
     checkRace(e, lane, a.shadow[word - a.base / 4], cta, word, isWrite,
               "global");
@@ -178,7 +178,8 @@ uint8_t *sharedAddress(Exec &e, int lane, uint64_t offset, unsigned bytes,
 
 uint64_t addressOf(Exec &e, const Operand &op, int lane) {
   if (op.kind != Operand::Kind::Address)
-    fault(e, lane, LaunchError::IllegalInstruction, "operand is not an address");
+    fault(e, lane, LaunchError::IllegalInstruction,
+          "operand is not an address");
   uint64_t base = op.reg >= 0 ? e.reg(op.reg)[lane] : 0;
   return base + uint64_t(op.offset);
 }
@@ -237,8 +238,8 @@ void completeCopies(Exec &e, int lane, size_t keep) {
       uint8_t *to = sharedAddress(e, lane, copy.destination, copy.bytes, true);
       std::fill_n(to, copy.bytes, uint8_t(0));
       if (copy.sourceBytes > 0) {
-        uint8_t *from = globalAddress(e, lane, copy.source, copy.sourceBytes,
-                                      false, false);
+        uint8_t *from =
+            globalAddress(e, lane, copy.source, copy.sourceBytes, false, false);
         std::copy_n(from, copy.sourceBytes, to);
       }
     }

@@ -8,7 +8,7 @@ namespace fwp::emu {
 
 const char *className(InstructionClass c) {
   static const char *const names[] = {
-      "integer", "float",  "conversion", "control", "global", "shared",
+      "integer", "float",      "conversion",  "control", "global", "shared",
       "param",   "async_copy", "tensor_core", "barrier", "atomic"};
   return names[static_cast<int>(c)];
 }

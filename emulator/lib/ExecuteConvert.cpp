@@ -106,10 +106,9 @@ uint64_t toWideFloat(const Instruction &inst, uint64_t bits) {
     return asBits(isSigned(from) ? double(int64_t(v)) : double(uint64_t(v)));
   }
   double v = floatValue(from, bits);
-  bool roundsToInteger = inst.rounding == Rounding::Rni ||
-                         inst.rounding == Rounding::Rzi ||
-                         inst.rounding == Rounding::Rmi ||
-                         inst.rounding == Rounding::Rpi;
+  bool roundsToInteger =
+      inst.rounding == Rounding::Rni || inst.rounding == Rounding::Rzi ||
+      inst.rounding == Rounding::Rmi || inst.rounding == Rounding::Rpi;
   if (inst.ftz && from == Type::F32)
     v = flushSubnormal(float(v));
   if (roundsToInteger && !std::isnan(v))
@@ -189,9 +188,8 @@ Handler conversionHandler(const Instruction &inst) {
   if (inst.op == Opcode::Cvt)
     return supportedCvt(inst) ? execCvt : nullptr;
   if (inst.op == Opcode::Cvta)
-    return inst.space == Space::Global || inst.space == Space::Shared
-               ? execCvta
-               : nullptr;
+    return inst.space == Space::Global || inst.space == Space::Shared ? execCvta
+                                                                      : nullptr;
   return nullptr;
 }
 

@@ -86,7 +86,8 @@ void execDivApprox(Exec &e) {
   floatBinary(e, [](float a, float b) {
     float magnitude = std::fabs(b);
     if (magnitude > 0x1p126f && magnitude < INFINITY)
-      return std::isinf(a) ? NAN : std::copysign(0.0f, a) * std::copysign(1.0f, b);
+      return std::isinf(a) ? NAN
+                           : std::copysign(0.0f, a) * std::copysign(1.0f, b);
     return a / b;
   });
 }
@@ -97,8 +98,8 @@ void execFma(Exec &e) {
     using T = decltype(t);
     RoundingScope scope(inst.rounding);
     ternaryLanes<T>(e, [&](T a, T b, T c) {
-      return result(inst, T(std::fma(input(inst, a), input(inst, b),
-                                     input(inst, c))));
+      return result(
+          inst, T(std::fma(input(inst, a), input(inst, b), input(inst, c))));
     });
   });
 }

@@ -24,8 +24,8 @@ template <typename F> void integerBinary(Exec &e, F f) {
 
 /// add.sat.s32 clamps instead of wrapping (ISA: add).
 int32_t saturate(int64_t value) {
-  return int32_t(std::max<int64_t>(std::min<int64_t>(value, INT32_MAX),
-                                   INT32_MIN));
+  return int32_t(
+      std::max<int64_t>(std::min<int64_t>(value, INT32_MAX), INT32_MIN));
 }
 
 void execAdd(Exec &e) {
@@ -52,8 +52,8 @@ void execSub(Exec &e) {
 /// __int128).
 template <typename T> auto fullProduct(T a, T b) {
   if constexpr (sizeof(T) == 8) {
-    using Wide = std::conditional_t<std::is_signed_v<T>, __int128,
-                                    unsigned __int128>;
+    using Wide =
+        std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>;
     return Wide(a) * Wide(b);
   } else {
     using Wide = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
@@ -151,9 +151,8 @@ template <typename F> void bitwise(Exec &e, F f) {
   if (e.inst.type == Type::Pred)
     return forLanes(e.mask, [&](int lane) {
       uint64_t a = read(e, e.inst.operands[1], lane);
-      uint64_t b = e.inst.operands.size() > 2
-                       ? read(e, e.inst.operands[2], lane)
-                       : 0;
+      uint64_t b =
+          e.inst.operands.size() > 2 ? read(e, e.inst.operands[2], lane) : 0;
       write(e, e.inst.operands[0], lane, f(a, b) & 1);
     });
   unsigned bytes = sizeOf(e.inst.type);
@@ -243,8 +242,7 @@ void execBfe(Exec &e) {
       unsigned len = read(e, e.inst.operands[3], lane) & 0xff;
       bool sign = false;
       if (std::is_signed_v<T>)
-        sign = len == 0 ? false
-                        : (a >> std::min(pos + len - 1, bits - 1)) & 1;
+        sign = len == 0 ? false : (a >> std::min(pos + len - 1, bits - 1)) & 1;
       uint64_t r = sign ? ~uint64_t(0) : 0;
       for (unsigned i = 0; i < len && i < bits; ++i)
         if (pos + i < bits)
@@ -294,8 +292,8 @@ void execShf(Exec &e) {
     uint32_t n = uint32_t(read(e, e.inst.operands[3], lane));
     n = e.inst.shiftClamp ? std::min(n, 32u) : n & 31;
     uint64_t joined = (b << 32) | a;
-    uint32_t r = e.inst.left ? uint32_t((joined << n) >> 32)
-                             : uint32_t(joined >> n);
+    uint32_t r =
+        e.inst.left ? uint32_t((joined << n) >> 32) : uint32_t(joined >> n);
     write(e, e.inst.operands[0], lane, r);
   });
 }

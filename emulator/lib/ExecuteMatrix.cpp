@@ -67,9 +67,7 @@ void gather(Exec &e, Fragments &f) {
   unsigned k = inst.shapeK;
   for (int lane = 0; lane < kWarpSize; ++lane) {
     int g = lane >> 2, t = lane & 3;
-    auto reg = [&](const Operand &op) {
-      return uint32_t(read(e, op, lane));
-    };
+    auto reg = [&](const Operand &op) { return uint32_t(read(e, op, lane)); };
     for (int i = 0; i < 4; ++i)
       f.c[g + 8 * (i >> 1)][2 * t + (i & 1)] = bitsAs<float>(reg(regsC[i]));
     if (tf32) {
@@ -85,8 +83,7 @@ void gather(Exec &e, Fragments &f) {
         int i = int(2 * r) + half;
         int row = g + ((k == 16 ? (i >> 1) & 1 : i >> 1) ? 8 : 0);
         int col = 2 * t + (i & 1) + (k == 16 && i >= 4 ? 8 : 0);
-        f.a[row][col] =
-            element(inst.sourceType, reg(regsA[r]) >> (16 * half));
+        f.a[row][col] = element(inst.sourceType, reg(regsA[r]) >> (16 * half));
       }
     for (size_t r = 0; r < regsB.size(); ++r)
       for (int half = 0; half < 2; ++half) {

@@ -36,8 +36,7 @@ uint8_t *access(Exec &e, int lane, uint64_t address, unsigned bytes,
   case Space::None:
     return globalAddress(e, lane, address, bytes, isWrite, false);
   default:
-    fault(e, lane, LaunchError::IllegalInstruction,
-          "unsupported state space");
+    fault(e, lane, LaunchError::IllegalInstruction, "unsupported state space");
   }
 }
 
@@ -214,8 +213,7 @@ void execCpAsync(Exec &e) {
                 std::to_string(destination));
     if (sourceBytes && !e.cta.memory->find(source, sourceBytes))
       fault(e, lane, LaunchError::IllegalAddress,
-            "cp.async source out of bounds: " +
-                e.cta.memory->describe(source));
+            "cp.async source out of bounds: " + e.cta.memory->describe(source));
     if (source % bytes)
       fault(e, lane, LaunchError::MisalignedAddress,
             "misaligned cp.async source");

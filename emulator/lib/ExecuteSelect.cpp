@@ -134,9 +134,8 @@ void execSlct(Exec &e) {
   const Instruction &inst = e.inst;
   unsigned bytes = sizeOf(inst.sourceType);
   forLanes(e.mask, [&](int lane) {
-    bool first = inst.type == Type::F32
-                     ? !(operandAs<float>(e, 3, lane) < 0.0f)
-                     : operandAs<int32_t>(e, 3, lane) >= 0;
+    bool first = inst.type == Type::F32 ? !(operandAs<float>(e, 3, lane) < 0.0f)
+                                        : operandAs<int32_t>(e, 3, lane) >= 0;
     uint64_t v = read(e, inst.operands[first ? 1 : 2], lane);
     write(e, inst.operands[0], lane, truncateBits(v, bytes));
   });
@@ -164,9 +163,9 @@ void execMov(Exec &e) {
               truncateBits(packed >> (i * width), width / 8));
     } else {
       write(e, dest, lane,
-            inst.type == Type::Pred ? read(e, source, lane) != 0
-                                    : truncateBits(read(e, source, lane),
-                                                   bytes));
+            inst.type == Type::Pred
+                ? read(e, source, lane) != 0
+                : truncateBits(read(e, source, lane), bytes));
     }
   });
 }

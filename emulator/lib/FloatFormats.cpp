@@ -64,8 +64,8 @@ uint16_t roundTo(const Format &format, double value, Rounding rounding) {
   if (units == 0)
     return sign;
   double rounded = std::ldexp(units, quantum);
-  double largest = std::ldexp(2.0 - std::ldexp(1.0, -mantissaBits),
-                              format.maxExponent);
+  double largest =
+      std::ldexp(2.0 - std::ldexp(1.0, -mantissaBits), format.maxExponent);
   if (rounded > largest) {
     bool toInfinity = magnitudeRounding == Rounding::Rn ||
                       magnitudeRounding == Rounding::Rna ||

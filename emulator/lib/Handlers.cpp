@@ -5,9 +5,9 @@
 namespace fwp::emu {
 
 Handler handlerFor(const Instruction &inst) {
-  for (auto family : {controlHandler, memoryHandler, matrixHandler,
-                      selectionHandler, conversionHandler, floatHandler,
-                      integerHandler})
+  for (auto family :
+       {controlHandler, memoryHandler, matrixHandler, selectionHandler,
+        conversionHandler, floatHandler, integerHandler})
     if (Handler handler = family(inst))
       return handler;
   return nullptr;

@@ -157,8 +157,7 @@ void runWarp(Cta &cta, Warp &warp, const Program &program, uint64_t budget) {
         fault(e, __builtin_ctz(mask), LaunchError::IllegalInstruction,
               "bar.sync reached by part of a warp (" +
                   std::to_string(__builtin_popcount(mask)) + " of its " +
-                  std::to_string(__builtin_popcount(warp.live())) +
-                  " lanes)");
+                  std::to_string(__builtin_popcount(warp.live())) + " lanes)");
       warp.atBarrier = true;
       warp.paths.back().pc = pc + 1;
       cta.counters.barriers++;
@@ -214,8 +213,7 @@ void runCta(Cta &cta, const Program &program) {
       if (!warp.live() || warp.atBarrier)
         continue;
       anyLive = true;
-      runWarp(cta, warp, program,
-              shuffle ? 1 + cta.random() % 64 : UINT64_MAX);
+      runWarp(cta, warp, program, shuffle ? 1 + cta.random() % 64 : UINT64_MAX);
       if (!warp.live())
         checkPendingCopies(cta, warp, program);
     }
@@ -254,14 +252,17 @@ std::string checkLaunch(const Kernel &kernel, Dim3 grid, Dim3 block,
     return std::to_string(block.count()) +
            " threads a block, more than the kernel's .maxntid " +
            std::to_string(kernel.maxThreads);
-  unsigned limit = std::max(chip.defaultSharedPerBlock,
-                            std::min(options.maxDynamicShared +
-                                         kernel.staticSharedBytes,
-                                     chip.maxSharedPerBlock));
+  unsigned limit =
+      std::max(chip.defaultSharedPerBlock,
+               std::min(options.maxDynamicShared + kernel.staticSharedBytes,
+                        chip.maxSharedPerBlock));
   unsigned shared = kernel.dynamicSharedOffset + dynamicShared;
   if (shared > limit)
-    return std::to_string(shared) + " bytes of shared memory a block, more "
-           "than the " + std::to_string(limit) + " allowed (raise it with "
+    return std::to_string(shared) +
+           " bytes of shared memory a block, more "
+           "than the " +
+           std::to_string(limit) +
+           " allowed (raise it with "
            "cuFuncSetAttribute)";
   return "";
 }
@@ -351,8 +352,10 @@ LaunchResult launch(const Kernel &kernel, Dim3 grid, Dim3 block,
     if (!program.handlers.back()) {
       result.error = LaunchError::IllegalInstruction;
       result.report = "kernel " + kernel.name + ", PTX line " +
-                      std::to_string(inst.line) + ": the emulator has no "
-                      "semantics for `" + inst.text + "`";
+                      std::to_string(inst.line) +
+                      ": the emulator has no "
+                      "semantics for `" +
+                      inst.text + "`";
       return result;
     }
   }

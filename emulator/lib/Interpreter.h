@@ -1,4 +1,5 @@
-//===- Interpreter.h - The interpreter's state, for the handlers -*- C++ -*-===//
+//===- Interpreter.h - The interpreter's state, for the handlers -*- C++
+//-*-===//
 //
 // A CTA runs warp by warp. A warp executes one instruction for all of its
 // lanes that stand at the lowest program counter (its active mask), which
@@ -33,7 +34,7 @@ struct Fault : std::runtime_error {
 };
 
 struct PendingCopy {
-  uint64_t source;     // global address
+  uint64_t source;      // global address
   uint32_t destination; // shared offset
   uint32_t bytes, sourceBytes;
 };
@@ -48,11 +49,11 @@ struct Path {
 
 struct Warp {
   unsigned index = 0;
-  uint32_t lanes = 0;  // lanes that exist
+  uint32_t lanes = 0; // lanes that exist
   uint32_t exited = 0;
   bool atBarrier = false;
-  std::vector<Path> paths; // the top runs
-  int pc[kWarpSize] = {};  // where a branch sends each lane
+  std::vector<Path> paths;         // the top runs
+  int pc[kWarpSize] = {};          // where a branch sends each lane
   std::vector<uint64_t> registers; // slot * 32 + lane
   /// cp.async: copies not yet committed, then committed groups (oldest
   /// first), per lane.
@@ -70,8 +71,8 @@ struct Cta {
   DeviceMemory *memory = nullptr;
   const LaunchOptions *options = nullptr;
   std::vector<uint8_t> shared;
-  std::vector<uint8_t> sharedWritten;  // a flag a byte
-  std::vector<uint8_t> sharedPending;  // a cp.async lands here at its wait
+  std::vector<uint8_t> sharedWritten;     // a flag a byte
+  std::vector<uint8_t> sharedPending;     // a cp.async lands here at its wait
   std::vector<AccessShadow> sharedShadow; // the race check's
   uint32_t epoch = 1;
   std::vector<Warp> warps;
@@ -115,8 +116,7 @@ inline uint64_t read(Exec &e, const Operand &op, int lane) {
   case Operand::Kind::Special:
     return special(e, op.special, lane);
   default:
-    fault(e, lane, LaunchError::IllegalInstruction,
-          "operand is not a value");
+    fault(e, lane, LaunchError::IllegalInstruction, "operand is not a value");
   }
 }
 

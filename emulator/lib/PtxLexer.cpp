@@ -55,14 +55,14 @@ bool lexPtx(std::string_view text, std::vector<Token> &tokens,
         return false;
       }
       tokens.push_back({Token::Kind::String,
-                        std::string(text.substr(i + 1, end - i - 1)), line});
+                        std::string(text.substr(i + 1, end - i - 1)), line, i});
       i = end + 1;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t start = i;
       while (i < n && std::isalnum(static_cast<unsigned char>(text[i])))
         ++i;
       std::string_view number = text.substr(start, i - start);
-      tokens.push_back({numberKind(number), std::string(number), line});
+      tokens.push_back({numberKind(number), std::string(number), line, start});
     } else if (isWordStart(c)) {
       size_t start = i++;
       // `::` belongs to a word (`.shared::cta`); a lone `:` ends a label.
@@ -70,11 +70,12 @@ bool lexPtx(std::string_view text, std::vector<Token> &tokens,
              (text[i] != ':' || (i + 1 < n && text[i + 1] == ':') ||
               (i > 0 && text[i - 1] == ':')))
         ++i;
-      tokens.push_back(
-          {Token::Kind::Word, std::string(text.substr(start, i - start)), line});
+      tokens.push_back({Token::Kind::Word,
+                        std::string(text.substr(start, i - start)), line,
+                        start});
     } else if (std::string_view("{}[]();,:+-@!<>|=").find(c) !=
                std::string_view::npos) {
-      tokens.push_back({Token::Kind::Punct, std::string(1, c), line});
+      tokens.push_back({Token::Kind::Punct, std::string(1, c), line, i});
       ++i;
     } else {
       error = "line " + std::to_string(line) + ": unexpected character '" +
@@ -82,7 +83,7 @@ bool lexPtx(std::string_view text, std::vector<Token> &tokens,
       return false;
     }
   }
-  tokens.push_back({Token::Kind::End, "", line});
+  tokens.push_back({Token::Kind::End, "", line, n});
   return true;
 }
 

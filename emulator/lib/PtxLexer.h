@@ -14,6 +14,7 @@ struct Token {
   Kind kind;
   std::string text; // a Word keeps its dots: `ld.global.f32`, `%tid.x`
   int line;
+  size_t offset = 0; // where it starts in the PTX text
   bool is(const char *punct) const {
     return kind == Kind::Punct && text == punct;
   }

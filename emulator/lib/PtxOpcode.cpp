@@ -94,12 +94,32 @@ bool decodeSpace(std::string_view s, Space &space) {
 /// memory-order scopes of a single-device machine, `sync` of instructions
 /// that are always warp-synchronous here.
 bool isIgnoredHint(std::string_view s) {
-  static const char *const hints[] = {
-      "ca",      "cg",  "cs",      "lu",  "cv",     "wb",      "wt",
-      "nc",      "sync", "relaxed", "gpu", "sys",   "cta",     "weak",
-      "volatile", "L1::evict_last", "L1::evict_first", "L1::no_allocate",
-      "L2::64B", "L2::128B", "L2::256B", "L1::evict_normal", "L2::cache_hint",
-      "row",     "col", "m8n8"};
+  static const char *const hints[] = {"ca",
+                                      "cg",
+                                      "cs",
+                                      "lu",
+                                      "cv",
+                                      "wb",
+                                      "wt",
+                                      "nc",
+                                      "sync",
+                                      "relaxed",
+                                      "gpu",
+                                      "sys",
+                                      "cta",
+                                      "weak",
+                                      "volatile",
+                                      "L1::evict_last",
+                                      "L1::evict_first",
+                                      "L1::no_allocate",
+                                      "L2::64B",
+                                      "L2::128B",
+                                      "L2::256B",
+                                      "L1::evict_normal",
+                                      "L2::cache_hint",
+                                      "row",
+                                      "col",
+                                      "m8n8"};
   for (const char *hint : hints)
     if (s == hint)
       return true;
@@ -121,8 +141,8 @@ bool decodeShape(std::string_view s, Instruction &inst) {
 bool decodeAtomicOp(Opcode op, std::string_view s, Instruction &inst) {
   if (op != Opcode::Atom && op != Opcode::Red)
     return false;
-  static const char *const ops[] = {"add", "min", "max", "inc", "dec",
-                                    "exch", "cas", "and", "or", "xor"};
+  static const char *const ops[] = {"add",  "min", "max", "inc", "dec",
+                                    "exch", "cas", "and", "or",  "xor"};
   for (const char *name : ops)
     if (s == name) {
       inst.atomicOp = name;
@@ -145,15 +165,21 @@ bool decodeFlag(Opcode op, std::string_view s, Instruction &inst) {
     const char *name;
     bool Instruction::*field;
   };
-  static const Flag flags[] = {
-      {"ftz", &Instruction::ftz},       {"sat", &Instruction::sat},
-      {"approx", &Instruction::approx}, {"full", &Instruction::full},
-      {"uni", &Instruction::uni},       {"trans", &Instruction::trans},
-      {"relu", &Instruction::relu},     {"cc", &Instruction::cc},
-      {"clamp", &Instruction::shiftClamp}, {"aligned", &Instruction::aligned},
-      {"to", &Instruction::to},         {"idx", &Instruction::idx},
-      {"l", &Instruction::left},        {"r", &Instruction::right},
-      {"wrap", &Instruction::wrap}};
+  static const Flag flags[] = {{"ftz", &Instruction::ftz},
+                               {"sat", &Instruction::sat},
+                               {"approx", &Instruction::approx},
+                               {"full", &Instruction::full},
+                               {"uni", &Instruction::uni},
+                               {"trans", &Instruction::trans},
+                               {"relu", &Instruction::relu},
+                               {"cc", &Instruction::cc},
+                               {"clamp", &Instruction::shiftClamp},
+                               {"aligned", &Instruction::aligned},
+                               {"to", &Instruction::to},
+                               {"idx", &Instruction::idx},
+                               {"l", &Instruction::left},
+                               {"r", &Instruction::right},
+                               {"wrap", &Instruction::wrap}};
   for (const Flag &flag : flags)
     if (s == flag.name)
       return inst.*flag.field = true;
@@ -169,11 +195,12 @@ std::string decodeModifier(std::string_view s, Instruction &inst,
   } else if (isCompare && inst.compare == Compare::None &&
              decodeCompare(s, inst.compare)) {
   } else if (isCompare && (s == "and" || s == "or" || s == "xor")) {
-    inst.combine = s == "and" ? Opcode::And : s == "or" ? Opcode::Or
-                                                        : Opcode::Xor;
-  } else if (decodeRounding(s, inst.rounding) ||
-             decodeSpace(s, inst.space) || decodeFlag(op, s, inst) ||
-             decodeAtomicOp(op, s, inst) || isIgnoredHint(s)) {
+    inst.combine = s == "and"  ? Opcode::And
+                   : s == "or" ? Opcode::Or
+                               : Opcode::Xor;
+  } else if (decodeRounding(s, inst.rounding) || decodeSpace(s, inst.space) ||
+             decodeFlag(op, s, inst) || decodeAtomicOp(op, s, inst) ||
+             isIgnoredHint(s)) {
   } else if (s == "v2" || s == "v4") {
     inst.vector = s[1] - '0';
   } else if (s == "x1" || s == "x2" || s == "x4") {
@@ -210,13 +237,13 @@ void assignTypes(const std::vector<Type> &types, Instruction &inst) {
 
 Type typeFromSuffix(std::string_view s) {
   static const std::map<std::string_view, Type> table = {
-      {"pred", Type::Pred}, {"b8", Type::B8},       {"b16", Type::B16},
-      {"b32", Type::B32},   {"b64", Type::B64},     {"b128", Type::B128},
-      {"u8", Type::U8},     {"u16", Type::U16},     {"u32", Type::U32},
-      {"u64", Type::U64},   {"s8", Type::S8},       {"s16", Type::S16},
-      {"s32", Type::S32},   {"s64", Type::S64},     {"f16", Type::F16},
+      {"pred", Type::Pred},   {"b8", Type::B8},     {"b16", Type::B16},
+      {"b32", Type::B32},     {"b64", Type::B64},   {"b128", Type::B128},
+      {"u8", Type::U8},       {"u16", Type::U16},   {"u32", Type::U32},
+      {"u64", Type::U64},     {"s8", Type::S8},     {"s16", Type::S16},
+      {"s32", Type::S32},     {"s64", Type::S64},   {"f16", Type::F16},
       {"f16x2", Type::F16x2}, {"bf16", Type::BF16}, {"bf16x2", Type::BF16x2},
-      {"tf32", Type::TF32}, {"f32", Type::F32},     {"f64", Type::F64}};
+      {"tf32", Type::TF32},   {"f32", Type::F32},   {"f64", Type::F64}};
   auto it = table.find(s);
   return it == table.end() ? Type::None : it->second;
 }

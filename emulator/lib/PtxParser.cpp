@@ -31,15 +31,24 @@ unsigned alignUp(unsigned value, unsigned align) {
 
 std::optional<Special> specialRegister(std::string_view name) {
   static const std::map<std::string_view, Special> table = {
-      {"%tid.x", Special::TidX},         {"%tid.y", Special::TidY},
-      {"%tid.z", Special::TidZ},         {"%ntid.x", Special::NtidX},
-      {"%ntid.y", Special::NtidY},       {"%ntid.z", Special::NtidZ},
-      {"%ctaid.x", Special::CtaidX},     {"%ctaid.y", Special::CtaidY},
-      {"%ctaid.z", Special::CtaidZ},     {"%nctaid.x", Special::NctaidX},
-      {"%nctaid.y", Special::NctaidY},   {"%nctaid.z", Special::NctaidZ},
-      {"%laneid", Special::LaneId},      {"%warpid", Special::WarpId},
-      {"%nwarpid", Special::NwarpId},    {"%smid", Special::SmId},
-      {"%clock", Special::Clock},        {"%clock64", Special::Clock64},
+      {"%tid.x", Special::TidX},
+      {"%tid.y", Special::TidY},
+      {"%tid.z", Special::TidZ},
+      {"%ntid.x", Special::NtidX},
+      {"%ntid.y", Special::NtidY},
+      {"%ntid.z", Special::NtidZ},
+      {"%ctaid.x", Special::CtaidX},
+      {"%ctaid.y", Special::CtaidY},
+      {"%ctaid.z", Special::CtaidZ},
+      {"%nctaid.x", Special::NctaidX},
+      {"%nctaid.y", Special::NctaidY},
+      {"%nctaid.z", Special::NctaidZ},
+      {"%laneid", Special::LaneId},
+      {"%warpid", Special::WarpId},
+      {"%nwarpid", Special::NwarpId},
+      {"%smid", Special::SmId},
+      {"%clock", Special::Clock},
+      {"%clock64", Special::Clock64},
       {"%globaltimer", Special::GlobalTimer}};
   auto it = table.find(name);
   if (it == table.end())
@@ -49,8 +58,8 @@ std::optional<Special> specialRegister(std::string_view name) {
 
 class Parser {
 public:
-  Parser(std::vector<Token> tokens, Module &module)
-      : tokens_(std::move(tokens)), module_(module) {}
+  Parser(std::string_view text, std::vector<Token> tokens, Module &module)
+      : text_(text), tokens_(std::move(tokens)), module_(module) {}
 
   void parseModule() {
     while (peek().kind != Token::Kind::End)
@@ -426,14 +435,9 @@ private:
       while (accept(","));
       expect(";");
     }
-    for (size_t i = start; i + 1 < pos_; ++i)
-      inst.text += (i > start && tokens_[i].kind != Token::Kind::Punct &&
-                            tokens_[i - 1].text != "[" &&
-                            tokens_[i - 1].text != "@" &&
-                            tokens_[i - 1].text != "{"
-                        ? " "
-                        : "") +
-                   tokens_[i].text;
+    // The instruction as written, without its `;`.
+    size_t from = tokens_[start].offset, to = tokens_[pos_ - 1].offset;
+    inst.text = std::string(text_.substr(from, to - from));
     kernel.body.push_back(std::move(inst));
   }
 
@@ -533,6 +537,7 @@ private:
     pendingTables_.clear();
   }
 
+  std::string_view text_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   Module &module_;
@@ -560,7 +565,7 @@ std::unique_ptr<Module> parsePtx(std::string_view text, std::string &error) {
     return nullptr;
   auto module = std::make_unique<Module>();
   try {
-    Parser(std::move(tokens), *module).parseModule();
+    Parser(text, std::move(tokens), *module).parseModule();
   } catch (const ParseError &e) {
     error = e.what();
     return nullptr;

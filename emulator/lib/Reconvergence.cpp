@@ -20,8 +20,8 @@ bool endsBlock(const Instruction &inst) {
 }
 
 struct Graph {
-  std::vector<int> blockStart;        // first instruction of each block
-  std::vector<int> blockOf;           // instruction -> block
+  std::vector<int> blockStart;              // first instruction of each block
+  std::vector<int> blockOf;                 // instruction -> block
   std::vector<std::vector<int>> successors; // block -> blocks; exit = size
 };
 
@@ -60,14 +60,12 @@ Graph buildGraph(const Kernel &kernel) {
       out.push_back(g.blockOf[size_t(inst.operands[0].target)]);
       fallsThrough = inst.guard >= 0;
     } else if (inst.op == Opcode::Brx) {
-      for (int target :
-           kernel.branchTables[size_t(inst.operands[1].target)])
+      for (int target : kernel.branchTables[size_t(inst.operands[1].target)])
         out.push_back(g.blockOf[size_t(target)]);
       fallsThrough = inst.guard >= 0;
     }
     if (fallsThrough)
-      out.push_back(last + 1 < int(n) ? g.blockOf[size_t(last) + 1]
-                                      : exitNode);
+      out.push_back(last + 1 < int(n) ? g.blockOf[size_t(last) + 1] : exitNode);
   }
   return g;
 }

@@ -74,8 +74,8 @@ inline void expectNoneVanished(const std::vector<double> &got,
 /// element 0 before step `firstReached`, within `bound` of the reference.
 inline void expectSpecialKept(const std::vector<double> &got,
                               const std::vector<double> &ref, int64_t batch,
-                              int64_t firstReached, int64_t width,
-                              double bound, const std::string &what) {
+                              int64_t firstReached, int64_t width, double bound,
+                              const std::string &what) {
   expectNoneVanished(got, ref, what);
   std::vector<double> gotClean, refClean;
   for (size_t row = 0; row < ref.size() / size_t(width); ++row) {

@@ -33,16 +33,16 @@ struct Counters {
   uint64_t warpInstructions[size_t(InstructionClass::Count)] = {};
   uint64_t activeLanes = 0; // summed over warp instructions
   uint64_t globalBytesRequested = 0;
-  uint64_t globalSectors = 0;       // 32-byte sectors a warp access touches
+  uint64_t globalSectors = 0; // 32-byte sectors a warp access touches
   uint64_t distinctGlobalSectors = 0;
   uint64_t sharedWavefronts = 0;
   uint64_t sharedBankConflicts = 0; // wavefronts beyond the first
   uint64_t mmaTf32 = 0, mmaBf16 = 0, mmaF16 = 0;
-  uint64_t barriers = 0;            // bar.sync executed per warp
+  uint64_t barriers = 0; // bar.sync executed per warp
   uint64_t ctas = 0;
   unsigned threadsPerCta = 0;
   unsigned sharedBytesPerCta = 0;
-  unsigned registersPerThread = 0;  // declared PTX registers (virtual)
+  unsigned registersPerThread = 0; // declared PTX registers (virtual)
 
   void add(const Counters &other);
   uint64_t totalWarpInstructions() const;

@@ -24,10 +24,26 @@ namespace fwp::emu {
 enum class Type : uint8_t {
   None,
   Pred,
-  B8, B16, B32, B64, B128,
-  U8, U16, U32, U64,
-  S8, S16, S32, S64,
-  F16, F16x2, BF16, BF16x2, TF32, F32, F64,
+  B8,
+  B16,
+  B32,
+  B64,
+  B128,
+  U8,
+  U16,
+  U32,
+  U64,
+  S8,
+  S16,
+  S32,
+  S64,
+  F16,
+  F16x2,
+  BF16,
+  BF16x2,
+  TF32,
+  F32,
+  F64,
 };
 
 /// Size in bytes of one value of `type` (a predicate counts as 1).
@@ -36,7 +52,15 @@ bool isFloat(Type type);
 bool isSigned(Type type);
 const char *typeName(Type type);
 
-enum class Space : uint8_t { None, Param, Global, Shared, Local, Const, Generic };
+enum class Space : uint8_t {
+  None,
+  Param,
+  Global,
+  Shared,
+  Local,
+  Const,
+  Generic
+};
 
 /// Rounding modifiers (ISA 9.7.1.x: .rn .rz .rm .rp for floats, .rni ...
 /// for float-to-integer, .rna for tf32).
@@ -44,15 +68,48 @@ enum class Rounding : uint8_t { None, Rn, Rz, Rm, Rp, Rna, Rni, Rzi, Rmi, Rpi };
 
 /// setp's comparison (ISA 9.7.9.x): the ordered and unordered float forms.
 enum class Compare : uint8_t {
-  None, Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs,
-  Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan,
+  None,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Lo,
+  Ls,
+  Hi,
+  Hs,
+  Equ,
+  Neu,
+  Ltu,
+  Leu,
+  Gtu,
+  Geu,
+  Num,
+  Nan,
 };
 
 /// The special registers the interpreter supplies.
 enum class Special : uint8_t {
-  TidX, TidY, TidZ, NtidX, NtidY, NtidZ,
-  CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ,
-  LaneId, WarpId, NwarpId, SmId, Clock, Clock64, GlobalTimer,
+  TidX,
+  TidY,
+  TidZ,
+  NtidX,
+  NtidY,
+  NtidZ,
+  CtaidX,
+  CtaidY,
+  CtaidZ,
+  NctaidX,
+  NctaidY,
+  NctaidZ,
+  LaneId,
+  WarpId,
+  NwarpId,
+  SmId,
+  Clock,
+  Clock64,
+  GlobalTimer,
 };
 
 enum class Opcode : uint16_t {
@@ -73,10 +130,10 @@ struct Operand {
     Sink,      // `_`
   };
   Kind kind = Kind::None;
-  bool negated = false;     // `!%p`
-  int reg = -1;             // a register slot; for Address, the base or -1
-  uint64_t bits = 0;        // Immediate's value
-  int64_t offset = 0;       // Address: symbol address plus offset
+  bool negated = false; // `!%p`
+  int reg = -1;         // a register slot; for Address, the base or -1
+  uint64_t bits = 0;    // Immediate's value
+  int64_t offset = 0;   // Address: symbol address plus offset
   Space symbolSpace = Space::None; // Address of a variable: its space
   Special special = Special::TidX;
   int target = -1;               // Label: an instruction or branch table
@@ -86,26 +143,26 @@ struct Operand {
 
 struct Instruction {
   Opcode op = Opcode::Invalid;
-  int guard = -1;            // predicate register slot, -1 for none
+  int guard = -1; // predicate register slot, -1 for none
   bool guardNegated = false;
-  Type type = Type::None;    // the (last) type suffix
-  Type sourceType = Type::None; // cvt's source; mma's A/B type
+  Type type = Type::None;            // the (last) type suffix
+  Type sourceType = Type::None;      // cvt's source; mma's A/B type
   Type accumulatorType = Type::None; // mma's C type
   Space space = Space::None;
   Rounding rounding = Rounding::None;
   Compare compare = Compare::None;
   Opcode combine = Opcode::Invalid; // setp/set's .and/.or/.xor
-  uint8_t vector = 1;       // .v2/.v4
-  uint8_t matrices = 0;     // ldmatrix .x1/.x2/.x4
+  uint8_t vector = 1;               // .v2/.v4
+  uint8_t matrices = 0;             // ldmatrix .x1/.x2/.x4
   bool ftz = false, sat = false, approx = false, full = false;
   bool wide = false, hi = false, lo = false, uni = false, trans = false;
   bool relu = false, cc = false, shiftClamp = false, aligned = false;
   bool to = false, idx = false, left = false, right = false, wrap = false;
   uint16_t shapeM = 0, shapeN = 0, shapeK = 0; // mma
-  std::string atomicOp;     // atom's .add/.min/... (rare: kept as text)
+  std::string atomicOp; // atom's .add/.min/... (rare: kept as text)
   std::vector<Operand> operands;
-  int line = 0;             // 1-based line in the module's text
-  std::string text;         // the instruction as written, for reports
+  int line = 0;     // 1-based line in the module's text
+  std::string text; // the instruction as written, for reports
 };
 
 struct Parameter {
@@ -123,7 +180,7 @@ struct Kernel {
   std::vector<Type> registerTypes;
   unsigned staticSharedBytes = 0; // the module's and the kernel's .shared
   bool usesDynamicShared = false;
-  unsigned maxThreads = 0;        // .maxntid, 0 if none
+  unsigned maxThreads = 0; // .maxntid, 0 if none
   int line = 0;
   /// brx.idx's `.branchtargets` lists: instruction indices.
   std::vector<std::vector<int>> branchTables;
