@@ -8,11 +8,13 @@
 
 #include "fwp/CApi.h"
 #include "fwp/Reference/Reference.h"
+#include "fwp/Runtime/Cuda.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -293,6 +295,109 @@ TEST(CApiTest, ScanRefusesAnUnknownLayout) {
                              "'batch_first'"),
             std::string::npos)
       << lastError();
+}
+
+} // namespace
+
+namespace {
+
+/// Device memory for a C ABI call: the values rounded to float32.
+fwp::rt::DeviceBuffer onDevice(const std::vector<double> &values) {
+  return fwp::rt::DeviceBuffer::fromHost(
+      std::vector<float>(values.begin(), values.end()));
+}
+
+std::vector<double> fromDevice(const fwp::rt::DeviceBuffer &buffer) {
+  std::vector<float> values = buffer.toHost<float>();
+  return std::vector<double>(values.begin(), values.end());
+}
+
+const void *address(const fwp::rt::DeviceBuffer &buffer) {
+  return reinterpret_cast<const void *>(buffer.ptr());
+}
+void *address(fwp::rt::DeviceBuffer &buffer) {
+  return reinterpret_cast<void *>(buffer.ptr());
+}
+
+/// A stream-ordered allocator as PyTorch's would be, counting its calls.
+struct CountingAllocator {
+  std::vector<std::unique_ptr<fwp::rt::DeviceBuffer>> buffers;
+  int released = 0;
+  static uint64_t alloc(void *user, uint64_t bytes) {
+    auto *self = static_cast<CountingAllocator *>(user);
+    self->buffers.push_back(std::make_unique<fwp::rt::DeviceBuffer>(bytes));
+    return self->buffers.back()->ptr();
+  }
+  static void release(void *user, uint64_t) {
+    ++static_cast<CountingAllocator *>(user)->released;
+  }
+};
+
+// The *_cuda calls on memory the CUDA driver allocated (on the stand-in
+// driver in `make test`): the forward and every gradient against the
+// float64 reference, with the driver's own scratch and with a caller's
+// stream-ordered allocator.
+TEST(CApiTest, CudaCallsOnDeviceMemoryMatchTheReference) {
+  std::string whyNot;
+  if (!fwp::rt::cudaUsable(&whyNot))
+    GTEST_SKIP() << "no usable CUDA GPU: " << whyNot;
+  const int64_t steps = 21, batch = 2, heads = 2, dHead = 4, dm = heads * dHead;
+  std::mt19937 rng(23);
+  auto random = [&](size_t n) { return uniformValues(rng, n, -0.5, 0.5); };
+  fwp::ref::AttentionParams p{random(dm * dm), random(dm * dm),
+                              random(dm * dm), random(heads * dm),
+                              random(dm * dm), random(dm)};
+  std::vector<double> x = random(steps * batch * dm), dy = random(x.size());
+  fwp::ref::AttentionConfig config;
+  config.heads = heads;
+  config.nu = 1;
+  fwp::ref::AttentionShape shape{steps, batch, dm};
+  std::vector<double> expectedY = fwp::ref::attention(config, shape, x, p).y;
+  fwp::ref::AttentionGradients expected =
+      fwp::ref::attentionBackward(config, shape, x, p, dy);
+
+  fwp_attention *a =
+      fwp_attention_create("cuda", "f32", "delta", heads, dHead, 1, 1e-6, 8);
+  ASSERT_NE(a, nullptr) << lastError();
+  fwp::rt::DeviceBuffer dx_ = onDevice(x), wq = onDevice(p.wQ),
+                        wk = onDevice(p.wK), wv = onDevice(p.wV),
+                        wb = onDevice(p.wBeta), wo = onDevice(p.wO),
+                        bo = onDevice(p.bO), ddy = onDevice(dy),
+                        y(x.size() * 4), dx(x.size() * 4), dwq(p.wQ.size() * 4),
+                        dwk(p.wK.size() * 4), dwv(p.wV.size() * 4),
+                        dwb(p.wBeta.size() * 4), dwo(p.wO.size() * 4),
+                        dbo(p.bO.size() * 4);
+  CountingAllocator allocator;
+  fwp_cuda_call driverScratch{nullptr, nullptr, nullptr, nullptr};
+  fwp_cuda_call callerScratch{nullptr, CountingAllocator::alloc,
+                              CountingAllocator::release, &allocator};
+  for (const fwp_cuda_call *call : {&driverScratch, &callerScratch}) {
+    ASSERT_EQ(fwp_attention_forward_cuda(a, call, steps, batch, address(dx_),
+                                         address(wq), address(wk), address(wv),
+                                         address(wb), address(wo), address(bo),
+                                         address(y)),
+              0)
+        << lastError();
+    ASSERT_EQ(fwp_attention_backward_cuda(
+                  a, call, steps, batch, address(dx_), address(wq), address(wk),
+                  address(wv), address(wb), address(wo), address(bo),
+                  address(ddy), address(dx), address(dwq), address(dwk),
+                  address(dwv), address(dwb), address(dwo), address(dbo)),
+              0)
+        << lastError();
+    fwp::rt::Context::primary().synchronize();
+    EXPECT_LE(relativeError(fromDevice(y), expectedY), 1e-5);
+    const std::pair<const fwp::rt::DeviceBuffer *, const std::vector<double> *>
+        gradients[] = {{&dx, &expected.x},      {&dwq, &expected.wQ},
+                       {&dwk, &expected.wK},    {&dwv, &expected.wV},
+                       {&dwb, &expected.wBeta}, {&dwo, &expected.wO},
+                       {&dbo, &expected.bO}};
+    for (const auto &[got, want] : gradients)
+      EXPECT_LE(relativeError(fromDevice(*got), *want), 1e-4);
+  }
+  EXPECT_GT(allocator.buffers.size(), 0u);
+  EXPECT_EQ(allocator.released, int(allocator.buffers.size()));
+  fwp_attention_destroy(a);
 }
 
 } // namespace
