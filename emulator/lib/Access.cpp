@@ -73,42 +73,58 @@ void checkCtaWrite(Exec &e, int lane, const Allocation &a, uint64_t address,
 /// since Volta's threads need not run in lockstep).
 template <typename Shadow>
 void checkRace(Exec &e, int lane, Shadow &s, uint64_t cta, uint64_t word,
-               bool isWrite, const char *space) {
+               uint8_t bytes, bool isWrite, const char *space) {
   int thread = int(e.threadId(lane));
   if (s.cta != cta || s.epoch != e.cta.epoch) {
     s.cta = cta;
     s.epoch = e.cta.epoch;
     s.writer = s.reader = -1;
+    s.writtenBytes = s.readBytes = 0;
   }
-  int other = -1;
-  if (s.writer >= 0 && s.writer != thread)
-    other = s.writer;
-  else if (isWrite && s.reader >= 0 && s.reader != thread)
-    other = s.reader;
-  else if (isWrite && s.reader == -2)
-    other = -2;
-  if (other != -1) {
-    bool otherWrote = s.writer >= 0 && s.writer != thread;
+  // Threads touching different bytes of a word (16-bit stores side by
+  // side) do not race.
+  bool written =
+      s.writer != -1 && s.writer != thread && (s.writtenBytes & bytes);
+  bool read =
+      isWrite && s.reader != -1 && s.reader != thread && (s.readBytes & bytes);
+  if (written || read) {
+    int other = written ? s.writer : s.reader;
     fault(e, lane, LaunchError::LaunchFailed,
           std::string(space) + "-memory race at " + space + " " +
               hex(word * 4) + ": this " + (isWrite ? "write" : "read") +
-              " and a " + (otherWrote ? "write" : "read") + " by " +
+              " and a " + (written ? "write" : "read") + " by " +
               (other >= 0 ? threadName(e.cta, unsigned(other))
                           : std::string("other threads")) +
               " with no barrier between");
   }
-  if (isWrite)
-    s.writer = int16_t(thread);
-  else if (s.reader == -1)
-    s.reader = int16_t(thread);
-  else if (s.reader != thread)
-    s.reader = -2;
+  int16_t &who = isWrite ? s.writer : s.reader;
+  uint8_t &which = isWrite ? s.writtenBytes : s.readBytes;
+  if (who == -1 || who == thread) {
+    who = int16_t(thread);
+    which |= bytes;
+  } else if (isWrite) { // other bytes than the last writer's
+    who = int16_t(thread);
+    which = bytes;
+  } else {
+    who = -2;
+    which |= bytes;
+  }
+}
+
+/// The bytes of word `word` that [address, address + size) covers.
+uint8_t bytesOfWord(uint64_t word, uint64_t address, unsigned size) {
+  uint8_t mask = 0;
+  for (uint64_t b = std::max(word * 4, address);
+       b < std::min(word * 4 + 4, address + size); ++b)
+    mask |= uint8_t(1u << (b - word * 4));
+  return mask;
 }
 
 void checkSharedRace(Exec &e, int lane, uint64_t offset, unsigned bytes,
                      bool isWrite) {
   for (uint64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word)
-    checkRace(e, lane, e.cta.sharedShadow[word], 0, word, isWrite, "shared");
+    checkRace(e, lane, e.cta.sharedShadow[word], 0, word,
+              bytesOfWord(word, offset, bytes), isWrite, "shared");
 }
 
 /// CTAs on other host threads share global memory: a word's shadow is
@@ -119,8 +135,8 @@ void checkGlobalRace(Exec &e, int lane, const Allocation &a, uint64_t address,
   uint64_t cta = (e.cta.launchId << 32) | e.cta.linearId;
   for (uint64_t word = address / 4; word <= (address + bytes - 1) / 4; ++word) {
     std::lock_guard<std::mutex> lock(locks[(word >> 3) % 64]);
-    checkRace(e, lane, a.shadow[word - a.base / 4], cta, word, isWrite,
-              "global");
+    checkRace(e, lane, a.shadow[word - a.base / 4], cta, word,
+              bytesOfWord(word, address, bytes), isWrite, "global");
   }
 }
 

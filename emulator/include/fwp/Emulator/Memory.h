@@ -28,12 +28,13 @@ constexpr uint64_t kGuardBytes = 256;
 constexpr uint8_t kPoisonByte = 0xff;
 
 /// Who touched a word since the last barrier of the CTA that touched it
-/// last, for the race check between the threads of a CTA (-1: nobody, -2:
-/// more than one thread read it).
+/// last, and which of its bytes, for the race check between the threads of
+/// a CTA (-1: nobody, -2: more than one thread read it).
 struct AccessShadow {
   uint64_t cta = 0; // (launch << 32) | CTA
   uint32_t epoch = 0;
   int16_t writer = -1, reader = -1;
+  uint8_t writtenBytes = 0, readBytes = 0; // a bit a byte of the word
 };
 
 struct Allocation {
