@@ -77,7 +77,7 @@ bench-cpu-training: build
 # `bash $(BUILD)/gpu-bundle/run.sh` (docs/compiled-modules.md).
 GPU_BUNDLE ?= $(BUILD)/gpu-bundle
 gpu-bundle: build
-	$(BUILD)/bin/fwp-gpu-bundle --out $(GPU_BUNDLE) --runner $(BUILD)/bin/fwp-gpu-check --script test/gpu-bundle/run.sh
+	$(BUILD)/bin/fwp-gpu-bundle --out $(GPU_BUNDLE) --runner $(BUILD)/bin/fwp-gpu-check --conformance $(BUILD)/bin/fwp-ptx-conformance --script test/gpu-bundle/run.sh
 	@# The Python part, laid out as in the repository: the package on
 	@# libfwp_runtime.so, its CUDA tests, the fla benchmark, and the
 	@# kernels they run, compiled here into the bundle's disk cache.

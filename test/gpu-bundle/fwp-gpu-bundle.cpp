@@ -1,14 +1,17 @@
 //===- fwp-gpu-bundle.cpp - Write the one-folder GPU check ----------------===//
 //
 //   fwp-gpu-bundle --out DIR --runner PATH --script PATH
-//                  [--backend cuda|cpu] [--chip sm_90] [--quick]
-//                  [--no-bench]
+//                  [--conformance PATH] [--backend cuda|cpu] [--chip sm_90]
+//                  [--quick] [--no-bench]
 //
 // Writes DIR, everything a machine with a GPU and a CUDA driver but no
 // compiler needs to check fwp's CUDA backend (docs/compiled-modules.md):
 //
 //   run.sh            the one command: the checks, then the benchmark
 //   bin/fwp-gpu-check the runner (runtime only: no MLIR, no LLVM)
+//   bin/fwp-ptx-conformance  with --conformance: the emulator's PTX
+//                     instruction cases, which run.sh runs first (runtime
+//                     only too)
 //   modules/NN/       each kernel description's entry points, compiled here
 //   checks/NNN/       one check's inputs and, under expected/, its outputs
 //                     computed here by the float64 reference
@@ -55,6 +58,9 @@ cl::opt<std::string> runner("runner", cl::Required,
                             cl::desc("the fwp-gpu-check binary to ship"));
 cl::opt<std::string> script("script", cl::Required,
                             cl::desc("the run.sh to ship"));
+cl::opt<std::string> conformance(
+    "conformance", cl::init(""),
+    cl::desc("the fwp-ptx-conformance binary to ship (run.sh runs it first)"));
 cl::opt<Backend>
     backend("backend", cl::init(Backend::Cuda), cl::desc("backend"),
             cl::values(clEnumValN(Backend::Cuda, "cuda", "NVIDIA GPUs"),
@@ -251,6 +257,9 @@ int main(int argc, char **argv) {
     writeText(root / "checks.txt", writeChecks(bundle));
     writeText(root / "bench.txt", writeBench(bundle));
     copyExecutable(runner.getValue(), root / "bin" / "fwp-gpu-check");
+    if (!conformance.empty())
+      copyExecutable(conformance.getValue(),
+                     root / "bin" / "fwp-ptx-conformance");
     copyExecutable(script.getValue(), root / "run.sh");
     writeText(root / "BUILD.txt",
               fmt::format("backend {}\ncompiler {}\n",

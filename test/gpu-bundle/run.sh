@@ -16,10 +16,22 @@ echo "machine: $(uname -n), $(date -u '+%Y-%m-%d %H:%M UTC')"
 if command -v nvidia-smi > /dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 fi
+# First the emulator's PTX instruction cases (answers from NVIDIA's PTX ISA)
+# on this GPU: a failure means the emulator's semantics are not the
+# hardware's. Without a usable device it says why (exit 2) and the checks
+# below say so too.
+conformance=0
+if [ -x "$here/bin/fwp-ptx-conformance" ]; then
+  "$here/bin/fwp-ptx-conformance"
+  conformance=$?
+fi
 "$here/bin/fwp-gpu-check" check "$here"
 status=$?
 if [ $status -eq 2 ]; then
   exit 2
+fi
+if [ $conformance -ne 0 ]; then
+  status=1
 fi
 "$here/bin/fwp-gpu-check" bench "$here" "$@" || exit $?
 
