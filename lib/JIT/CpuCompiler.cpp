@@ -19,6 +19,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -152,6 +153,32 @@ std::string linkerDriver(const Failure &fail) {
   return *path;
 }
 
+/// f32 -> bf16 on a CPU without AVX-512 BF16 is a call to the compiler
+/// runtime's __truncsfbf2, which libgcc before GCC 13 lacks: each kernel
+/// module carries its own (nearest even, NaN kept and quieted), built from
+/// integer operations so that it calls nothing itself.
+void defineTruncSfBf2(llvm::Module &module) {
+  llvm::LLVMContext &context = module.getContext();
+  auto *type = llvm::FunctionType::get(llvm::Type::getBFloatTy(context),
+                                       {llvm::Type::getFloatTy(context)},
+                                       /*isVarArg=*/false);
+  auto *function = llvm::Function::Create(
+      type, llvm::GlobalValue::WeakODRLinkage, "__truncsfbf2", module);
+  function->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
+  llvm::Type *i32 = b.getInt32Ty();
+  llvm::Value *bits = b.CreateBitCast(function->getArg(0), i32);
+  llvm::Value *isNan =
+      b.CreateICmpUGT(b.CreateAnd(bits, 0x7fffffff), b.getInt32(0x7f800000));
+  llvm::Value *lowestKept = b.CreateAnd(b.CreateLShr(bits, 16), 1);
+  llvm::Value *rounded =
+      b.CreateAdd(bits, b.CreateAdd(lowestKept, b.getInt32(0x7fff)));
+  llvm::Value *chosen =
+      b.CreateSelect(isNan, b.CreateOr(bits, 0x00400000), rounded);
+  llvm::Value *half = b.CreateTrunc(b.CreateLShr(chosen, 16), b.getInt16Ty());
+  b.CreateRet(b.CreateBitCast(half, llvm::Type::getBFloatTy(context)));
+}
+
 /// Links `objectPath` into the shared object `libraryPath`.
 void linkSharedObject(const std::string &objectPath,
                       const std::string &libraryPath, const Failure &fail) {
@@ -227,6 +254,7 @@ compileCpuLibrary(const std::string &what, int64_t chunkSize,
   stages.emplace_back("llvm-opt", secondsSince(start));
 
   start = Clock::now();
+  defineTruncSfBf2(*llvmModule);
   llvm::SmallVector<char, 0> object = emitObject(*llvmModule, *tm, fail);
   std::string objectPath = outputDir + "/kernel.o";
   {
