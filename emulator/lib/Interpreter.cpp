@@ -171,15 +171,6 @@ void runWarp(Cta &cta, Warp &warp, const Program &program, uint64_t budget) {
   }
 }
 
-void checkPendingCopies(Cta &cta, Warp &warp, const Program &) {
-  for (int lane = 0; lane < kWarpSize; ++lane)
-    if (!warp.groups[lane].empty() || !warp.uncommitted[lane].empty()) {
-      Exec e{cta, warp, cta.kernel->body.back(), 1u << lane, 1u << lane};
-      fault(e, lane, LaunchError::LaunchFailed,
-            "the thread exited with cp.async copies never waited for");
-    }
-}
-
 void initialiseCta(Cta &cta, unsigned sharedBytes, unsigned registerCount) {
   unsigned threads = unsigned(cta.block.count());
   cta.shared.assign(sharedBytes, 0);
@@ -213,9 +204,8 @@ void runCta(Cta &cta, const Program &program) {
       if (!warp.live() || warp.atBarrier)
         continue;
       anyLive = true;
+      // A lane's exit checks its pending cp.async copies (ExecuteControl).
       runWarp(cta, warp, program, shuffle ? 1 + cta.random() % 64 : UINT64_MAX);
-      if (!warp.live())
-        checkPendingCopies(cta, warp, program);
     }
     bool waiting = false, running = false;
     for (Warp &warp : cta.warps) {

@@ -235,6 +235,44 @@ TEST(EmulatorErrors, ReadingACpAsyncDestinationBeforeTheWaitIsReported) {
   EXPECT_TRUE(expectCleanLaunch(outcome, late));
 }
 
+// A copy committed but never waited for has no defined result when its
+// thread exits (cp.async.wait_group: the copies of a group complete only at
+// the wait).
+TEST(EmulatorErrors, ExitingWithACpAsyncPendingIsReported) {
+  const char *decls = "  .reg .b32 %r<3>;\n  .reg .b64 %rd<2>;\n";
+  const char *shared = ".shared .align 16 .b8 staging[128];\n\n";
+  std::string ptx = namedKernel("exits_pending", decls, R"(
+  shl.b32 %r2, %t, 2;
+  mov.u32 %r1, staging;
+  add.u32 %r1, %r1, %r2;
+  mul.wide.u32 %rd0, %t, 4;
+  add.s64 %rd1, %inp, %rd0;
+  cp.async.ca.shared.global [%r1], [%rd1], 4;
+  cp.async.commit_group;
+)",
+                                shared);
+  LaunchOutcome outcome =
+      launchWithBuffers(ptx, "exits_pending", Dim3{1}, Dim3{16});
+  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
+  EXPECT_NE(outcome.result.error, LaunchError::None);
+  EXPECT_NE(outcome.result.report.find("never waited for"), std::string::npos)
+      << outcome.result.report;
+}
+
+// Threads storing the two halves of one word (16-bit stores side by side,
+// as bf16 outputs are written) touch different bytes: no race.
+TEST(EmulatorErrors, HalvesOfAWordStoredByTwoThreadsAreNoRace) {
+  const char *decls = "  .reg .b64 %rd1;\n  .reg .b16 %h1;\n";
+  std::string ptx = namedKernel("halves", decls, R"(
+  mul.wide.u32 %rd1, %t, 2;
+  add.s64 %rd1, %outp, %rd1;
+  cvt.u16.u32 %h1, %t;
+  st.global.u16 [%rd1], %h1;
+)");
+  LaunchOutcome outcome = launchWithBuffers(ptx, "halves", Dim3{1}, Dim3{32});
+  EXPECT_TRUE(expectCleanLaunch(outcome, ptx));
+}
+
 // Two CTAs storing one global word with plain st.global: nothing orders them.
 TEST(EmulatorErrors, TwoCtasStoringTheSameGlobalWordAreReported) {
   const char *decls = "  .reg .pred %p1;\n  .reg .b32 %r1;\n"
@@ -284,8 +322,7 @@ TEST(EmulatorErrors, GlobalStoreAndLoadByTwoThreadsWithoutBarSyncAreARace) {
   ASSERT_TRUE(outcome.loaded) << outcome.loadError;
   EXPECT_NE(outcome.result.error, LaunchError::None)
       << "the global-memory race went unreported";
-  EXPECT_NE(outcome.result.report.find("global-memory race"),
-            std::string::npos)
+  EXPECT_NE(outcome.result.report.find("global-memory race"), std::string::npos)
       << outcome.result.report;
   std::string ordered = kernel("global_ordered", "  bar.sync 0;\n");
   outcome = launchWithBuffers(ordered, "global_ordered", Dim3{1}, Dim3{32});
