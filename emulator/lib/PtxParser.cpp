@@ -9,6 +9,7 @@
 
 #include "PtxLexer.h"
 #include "PtxOpcode.h"
+#include "PtxSymbols.h"
 #include "Reconvergence.h"
 
 #include "fwp/Emulator/Ptx.h"
@@ -24,10 +25,6 @@ namespace {
 struct ParseError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-unsigned alignUp(unsigned value, unsigned align) {
-  return align ? (value + align - 1) / align * align : value;
-}
 
 std::optional<Special> specialRegister(std::string_view name) {
   static const std::map<std::string_view, Special> table = {
@@ -236,7 +233,9 @@ private:
     parsePerformanceDirectives(*kernel);
     expect("{");
     parseBody(*kernel);
-    resolveSymbols(*kernel);
+    resolveSymbols(*kernel, {labels_, tableLabels_, pendingTables_,
+                             localShared_, module_.shared});
+    pendingTables_.clear();
     kernel->reconvergence = reconvergencePoints(*kernel);
     module_.kernels.push_back(std::move(kernel));
     kernel_ = nullptr;
@@ -441,102 +440,6 @@ private:
     kernel.body.push_back(std::move(inst));
   }
 
-  const SharedVariable *findShared(const std::string &name) const {
-    for (const SharedVariable &var : localShared_)
-      if (var.name == name)
-        return &var;
-    for (const SharedVariable &var : module_.shared)
-      if (var.name == name)
-        return &var;
-    return nullptr;
-  }
-
-  /// The kernel's shared memory holds the variables it names, in the order
-  /// it first names them, then the dynamic part.
-  unsigned placeShared(Kernel &kernel, const SharedVariable &var) {
-    if (var.dynamic) {
-      kernel.usesDynamicShared = true;
-      dynamicAlign_ = std::max(dynamicAlign_, var.align);
-      return ~0u; // placed once the static part is known
-    }
-    auto it = kernel.sharedOffsets.find(var.name);
-    if (it != kernel.sharedOffsets.end())
-      return it->second;
-    unsigned offset = alignUp(kernel.staticSharedBytes, var.align);
-    kernel.staticSharedBytes = offset + var.size;
-    kernel.sharedOffsets[var.name] = offset;
-    return offset;
-  }
-
-  void resolveOperand(Kernel &kernel, Operand &op, Opcode opcode,
-                      std::vector<Operand *> &dynamicUses) {
-    for (Operand &element : op.elements)
-      resolveOperand(kernel, element, opcode, dynamicUses);
-    if (op.symbol.empty())
-      return;
-    if (op.kind == Operand::Kind::Label) {
-      if (auto l = labels_.find(op.symbol); l != labels_.end()) {
-        op.target = l->second;
-        return;
-      }
-      if (auto t = tableLabels_.find(op.symbol); t != tableLabels_.end()) {
-        op.target = t->second;
-        return;
-      }
-    }
-    for (const Parameter &param : kernel.parameters)
-      if (param.name == op.symbol) {
-        if (op.kind != Operand::Kind::Address)
-          fail("parameter " + op.symbol + " used as a value");
-        op.symbolSpace = Space::Param;
-        op.offset += param.offset;
-        return;
-      }
-    const SharedVariable *var = findShared(op.symbol);
-    if (!var)
-      throw ParseError("line " + std::to_string(kernel.line) + ": kernel " +
-                       kernel.name + " names unknown label or variable " +
-                       op.symbol);
-    if (op.kind == Operand::Kind::Label)
-      op.kind = Operand::Kind::Immediate; // the variable's address
-    op.symbolSpace = Space::Shared;
-    unsigned offset = placeShared(kernel, *var);
-    if (offset == ~0u)
-      dynamicUses.push_back(&op);
-    else
-      addToAddress(op, offset);
-  }
-
-  /// A variable's address is an immediate (`mov %r, var`) or a base
-  /// (`[var+4]`).
-  static void addToAddress(Operand &op, unsigned offset) {
-    if (op.kind == Operand::Kind::Immediate)
-      op.bits += offset;
-    else
-      op.offset += offset;
-  }
-
-  void resolveSymbols(Kernel &kernel) {
-    dynamicAlign_ = 16;
-    std::vector<Operand *> dynamicUses;
-    for (Instruction &inst : kernel.body)
-      for (Operand &op : inst.operands)
-        resolveOperand(kernel, op, inst.op, dynamicUses);
-    kernel.dynamicSharedOffset =
-        alignUp(kernel.staticSharedBytes, dynamicAlign_);
-    for (Operand *op : dynamicUses)
-      addToAddress(*op, kernel.dynamicSharedOffset);
-    for (auto &[table, names] : pendingTables_)
-      for (const std::string &name : names) {
-        auto l = labels_.find(name);
-        if (l == labels_.end())
-          throw ParseError("kernel " + kernel.name +
-                           ": .branchtargets names unknown label " + name);
-        kernel.branchTables[table].push_back(l->second);
-      }
-    pendingTables_.clear();
-  }
-
   std::string_view text_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
@@ -547,7 +450,6 @@ private:
   std::map<std::string, int> labels_, tableLabels_;
   std::vector<std::pair<int, std::vector<std::string>>> pendingTables_;
   std::vector<SharedVariable> localShared_;
-  unsigned dynamicAlign_ = 16;
 };
 
 } // namespace
@@ -566,7 +468,7 @@ std::unique_ptr<Module> parsePtx(std::string_view text, std::string &error) {
   auto module = std::make_unique<Module>();
   try {
     Parser(text, std::move(tokens), *module).parseModule();
-  } catch (const ParseError &e) {
+  } catch (const std::runtime_error &e) { // ParseError, or resolveSymbols'
     error = e.what();
     return nullptr;
   }
