@@ -146,7 +146,9 @@ uint8_t *globalAddress(Exec &e, int lane, uint64_t address, unsigned bytes,
                        bool isWrite, bool isAtomic) {
   if (address >= kSharedWindow && address < kSharedWindow + (1ull << 32))
     return sharedAddress(e, lane, address - kSharedWindow, bytes, isWrite);
-  const Allocation *a = e.cta.memory->find(address, bytes);
+  const Allocation *a = e.cta.lastAllocation;
+  if (!a || !a->contains(address, bytes))
+    a = e.cta.lastAllocation = e.cta.memory->find(address, bytes);
   if (!a)
     fault(e, lane, LaunchError::IllegalAddress,
           "out-of-bounds global access of " + std::to_string(bytes) +

@@ -387,6 +387,7 @@ LaunchResult launch(const Kernel &kernel, Dim3 grid, Dim3 block,
       cta.memory = &memory;
       cta.options = &options;
       cta.sectors = &mySectors;
+      cta.lastAllocation = nullptr;
       cta.counters = Counters{};
       cta.epoch = 1;
       cta.random.seed(options.seed * 1000003 + cta.linearId + seed);

@@ -78,6 +78,9 @@ struct Cta {
   std::vector<Warp> warps;
   Counters counters;
   std::unordered_set<uint64_t> *sectors = nullptr; // distinct global sectors
+  /// The allocation the CTA touched last: most accesses hit it again, and
+  /// no allocation is freed during a launch.
+  const Allocation *lastAllocation = nullptr;
   std::mt19937_64 random;
 };
 
