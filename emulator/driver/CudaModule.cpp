@@ -169,7 +169,7 @@ cuLaunchKernel(Function *function, unsigned gridX, unsigned gridY,
     args.emplace_back(bytes, bytes + kernel.parameters[i].size);
   }
   return State::get().submit(stream, device, [=]() mutable {
-    return runLaunch(*device, *function, grid, block, sharedBytes,
+    return runLaunch(*device, *function, grid, block, sharedBytes, options,
                      std::move(args));
   });
 }

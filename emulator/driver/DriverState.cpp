@@ -106,14 +106,13 @@ CUresult State::drain(Stream *stream, Device *device) {
   return device->sticky;
 }
 
-CUresult runLaunch(Device &device, Function &function, Dim3 grid, Dim3 block,
-                   unsigned sharedBytes,
+CUresult runLaunch(Device &device, const Function &function, Dim3 grid,
+                   Dim3 block, unsigned sharedBytes,
+                   const LaunchOptions &options,
                    std::vector<std::vector<uint8_t>> args) {
   std::vector<void *> params;
   for (auto &arg : args)
     params.push_back(arg.data());
-  LaunchOptions options = settings().launch;
-  options.maxDynamicShared = function.maxDynamicShared;
   LaunchResult result =
       launch(*function.kernel, grid, block, sharedBytes, params.data(),
              device.memory, device.chip, options);

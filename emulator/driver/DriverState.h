@@ -119,10 +119,12 @@ CUresult errorName(CUresult error, const char **name);
 CUresult errorString(CUresult error, const char **text);
 CUresult deviceAttribute(const Chip &chip, int attribute, int &value);
 
-/// Runs a kernel and turns a fault into the device's sticky error, with its
-/// report on standard error.
-CUresult runLaunch(Device &device, Function &function, Dim3 grid, Dim3 block,
-                   unsigned sharedBytes,
+/// Runs a kernel (with the options cuLaunchKernel checked it against) and
+/// turns a fault into the device's sticky error, with its report on
+/// standard error.
+CUresult runLaunch(Device &device, const Function &function, Dim3 grid,
+                   Dim3 block, unsigned sharedBytes,
+                   const LaunchOptions &options,
                    std::vector<std::vector<uint8_t>> args);
 
 } // namespace fwp::emu::driver

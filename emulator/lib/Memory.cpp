@@ -81,14 +81,6 @@ bool DeviceMemory::fill(uint64_t dst, uint8_t value, size_t bytes) {
   return true;
 }
 
-size_t DeviceMemory::bytesInUse() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  size_t total = 0;
-  for (const auto &entry : allocations_)
-    total += entry.second->size;
-  return total;
-}
-
 std::string DeviceMemory::describe(uint64_t address) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream out;

@@ -49,7 +49,6 @@ private:
   /// dynamic part (~0u here) goes after them, once their size is known.
   unsigned placeShared(const SharedVariable &var) {
     if (var.dynamic) {
-      kernel_.usesDynamicShared = true;
       dynamicAlign_ = std::max(dynamicAlign_, var.align);
       return ~0u;
     }
@@ -85,7 +84,6 @@ private:
       if (param.name == op.symbol) {
         if (op.kind != Operand::Kind::Address)
           fail("parameter " + op.symbol + " used as a value");
-        op.symbolSpace = Space::Param;
         op.offset += param.offset;
         return true;
       }
@@ -105,7 +103,6 @@ private:
       fail("names unknown label or variable " + op.symbol);
     if (op.kind == Operand::Kind::Label)
       op.kind = Operand::Kind::Immediate; // the variable's address
-    op.symbolSpace = Space::Shared;
     unsigned offset = placeShared(*var);
     if (offset == ~0u)
       dynamicUses.push_back(&op);

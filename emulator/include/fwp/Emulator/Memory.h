@@ -74,7 +74,6 @@ public:
   bool copyWithin(uint64_t dst, uint64_t src, size_t bytes);
   bool fill(uint64_t dst, uint8_t value, size_t bytes);
 
-  size_t bytesInUse() const;
   /// "0x... is N bytes past the end of an allocation of M bytes at 0x..."
   /// or "0x... is not in any allocation".
   std::string describe(uint64_t address) const;

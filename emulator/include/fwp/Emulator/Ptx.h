@@ -50,7 +50,6 @@ enum class Type : uint8_t {
 unsigned sizeOf(Type type);
 bool isFloat(Type type);
 bool isSigned(Type type);
-const char *typeName(Type type);
 
 enum class Space : uint8_t {
   None,
@@ -134,7 +133,6 @@ struct Operand {
   int reg = -1;         // a register slot; for Address, the base or -1
   uint64_t bits = 0;    // Immediate's value
   int64_t offset = 0;   // Address: symbol address plus offset
-  Space symbolSpace = Space::None; // Address of a variable: its space
   Special special = Special::TidX;
   int target = -1;               // Label: an instruction or branch table
   std::string symbol;            // a variable's name, until it is placed
@@ -179,8 +177,7 @@ struct Kernel {
   std::vector<std::string> registerNames; // slot -> name
   std::vector<Type> registerTypes;
   unsigned staticSharedBytes = 0; // the module's and the kernel's .shared
-  bool usesDynamicShared = false;
-  unsigned maxThreads = 0; // .maxntid, 0 if none
+  unsigned maxThreads = 0;        // .maxntid, 0 if none
   int line = 0;
   /// brx.idx's `.branchtargets` lists: instruction indices.
   std::vector<std::vector<int>> branchTables;
