@@ -34,6 +34,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
@@ -179,6 +180,9 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createFwpParallelLoopsToGPU());
+  // The barriers that the thread mapping and the tensor-core staging put
+  // in, less those that order nothing.
+  pm.addPass(createFwpEliminateBarriers());
   // Constants into the kernels (the tensor cores' vector constants cannot be
   // kernel arguments), then each launch into its own GPU module.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
@@ -231,7 +235,8 @@ void registerPipelineDependencies(DialectRegistry &registry) {
               bufferization::BufferizationDialect, cf::ControlFlowDialect,
               func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
               linalg::LinalgDialect, math::MathDialect, memref::MemRefDialect,
-              NVVM::NVVMDialect, scf::SCFDialect, tensor::TensorDialect,
+              NVVM::NVVMDialect, nvgpu::NVGPUDialect, scf::SCFDialect,
+              tensor::TensorDialect,
               ub::UBDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

@@ -28,6 +28,27 @@ def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def FwpEliminateBarriers : Pass<"fwp-eliminate-barriers"> {
+  let summary = "Remove the gpu.barrier ops that order no accesses between "
+                "threads";
+  let description = [{
+    In each `gpu.launch` with a one-dimensional block of constant size, a
+    `gpu.barrier` is removed unless some memory access that can run between
+    it and the barrier before it (on some path, a loop's back edge included)
+    and some access that can run between it and the next barrier touch one
+    element from two different threads, and one of them writes. Which
+    thread touches which element is found by running the index arithmetic
+    of each access for every thread and every iteration of the loops around
+    it: each thread of a shared loop (`fwp-kernels-to-gpu`) owns the points
+    `t, t + n, ...`, and a tensor-core fragment's lanes their rows. Elements
+    are compared in the buffer the views belong to (through `subview`,
+    `expand_shape`, and `reinterpret_cast` of a flat buffer). An access that
+    cannot be followed keeps the barrier. Barriers are taken one at a time,
+    in order, each decided with the barriers still there.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def FwpProductsToMma : Pass<"fwp-products-to-mma"> {
   let summary = "Put the kernels' tile products on the GPU's tensor cores";
   let description = [{

@@ -1,0 +1,595 @@
+//===- ThreadFootprints.cpp - Which thread of a block touches what --------===//
+
+#include "ThreadFootprints.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace fwp {
+
+// Beyond this many touches for one access, the barrier is kept unexamined.
+constexpr size_t kMaxTouches = size_t(1) << 18;
+
+IndexForm IndexForm::of(int64_t value, bool variesByThread) {
+  IndexForm form;
+  form.known = true;
+  form.variesByThread = variesByThread;
+  form.constant = value;
+  return form;
+}
+
+IndexForm IndexForm::symbol(Value value) {
+  IndexForm form;
+  form.known = true;
+  form.terms.push_back({value, 1});
+  return form;
+}
+
+namespace {
+
+IndexForm scaled(IndexForm form, int64_t factor) {
+  if (!form.known)
+    return form;
+  if (factor == 0)
+    return IndexForm::of(0);
+  form.constant *= factor;
+  for (auto &term : form.terms)
+    term.second *= factor;
+  return form;
+}
+
+IndexForm sum(const IndexForm &lhs, const IndexForm &rhs) {
+  if (!lhs.known || !rhs.known)
+    return IndexForm::unknown();
+  IndexForm form = IndexForm::of(lhs.constant + rhs.constant,
+                                 lhs.variesByThread || rhs.variesByThread);
+  auto less = [](Value a, Value b) {
+    return a.getAsOpaquePointer() < b.getAsOpaquePointer();
+  };
+  auto l = lhs.terms.begin(), r = rhs.terms.begin();
+  while (l != lhs.terms.end() || r != rhs.terms.end()) {
+    std::pair<Value, int64_t> term;
+    if (r == rhs.terms.end() || (l != lhs.terms.end() && less(l->first, r->first)))
+      term = *l++;
+    else if (l == lhs.terms.end() || less(r->first, l->first))
+      term = *r++;
+    else {
+      term = {l->first, l->second + r->second};
+      ++l;
+      ++r;
+    }
+    if (term.second != 0)
+      form.terms.push_back(term);
+  }
+  return form;
+}
+
+/// A product with a constant factor; anything else is not linear.
+IndexForm product(const IndexForm &lhs, const IndexForm &rhs) {
+  if (!lhs.isConstant() && !rhs.isConstant())
+    return IndexForm::unknown();
+  const IndexForm &factor = lhs.isConstant() ? lhs : rhs;
+  IndexForm form = scaled(lhs.isConstant() ? rhs : lhs, factor.constant);
+  form.variesByThread |= factor.variesByThread;
+  return form;
+}
+
+int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/// Evaluates index values for one assignment of the thread and of the
+/// enumerated loops' induction variables.
+class IndexEvaluator {
+public:
+  explicit IndexEvaluator(const BarrierSite &site) : site(site) {}
+
+  void bind(Value value, IndexForm form) {
+    bound[value] = form;
+    memo.clear();
+  }
+  IndexForm evaluate(OpFoldResult value) {
+    if (auto attr = dyn_cast<Attribute>(value)) {
+      if (auto integer = dyn_cast<IntegerAttr>(attr))
+        return IndexForm::of(integer.getInt());
+      return IndexForm::unknown();
+    }
+    return evaluate(cast<Value>(value));
+  }
+  IndexForm evaluate(Value value);
+
+private:
+  bool isSymbol(Value value);
+  bool isUniform(BlockArgument argument);
+  IndexForm evaluateOp(Operation *op, OpResult result);
+  IndexForm evaluateAffine(AffineExpr expr, ArrayRef<IndexForm> operands,
+                           unsigned numDims);
+  IndexForm delinearized(affine::AffineDelinearizeIndexOp op, unsigned index);
+
+  const BarrierSite &site;
+  DenseMap<Value, IndexForm> bound, memo;
+};
+
+/// A value that holds one value for every thread on both sides of the
+/// barrier: defined outside the launch, or in a block that holds the
+/// barrier, outside every loop whose back edge lies between the sides.
+bool IndexEvaluator::isSymbol(Value value) {
+  Block *block = value.getParentBlock();
+  auto launch = site.barrier->getParentOfType<gpu::LaunchOp>();
+  if (!launch->isAncestor(block->getParentOp()))
+    return true;
+  if (!block->findAncestorOpInBlock(*site.barrier))
+    return false;
+  Operation *definition = value.getDefiningOp();
+  Operation *scope = definition ? definition : block->getParentOp();
+  return llvm::none_of(site.crossedLoops,
+                       [&](Operation *loop) { return loop->isAncestor(scope); });
+}
+
+/// Block arguments that hold one value for every thread: the launch's
+/// (its thread id along x is bound, not a symbol) and the induction
+/// variable of a loop that all threads run alike. A loop's other
+/// arguments may carry anything.
+bool IndexEvaluator::isUniform(BlockArgument argument) {
+  Operation *owner = argument.getOwner()->getParentOp();
+  if (isa<gpu::LaunchOp>(owner))
+    return true;
+  auto loop = dyn_cast<scf::ForOp>(owner);
+  if (!loop || argument != loop.getInductionVar())
+    return false;
+  IndexForm lower = evaluate(loop.getLowerBound());
+  IndexForm step = evaluate(loop.getStep());
+  return lower.known && !lower.variesByThread && step.known &&
+         !step.variesByThread;
+}
+
+IndexForm IndexEvaluator::evaluate(Value value) {
+  if (auto it = bound.find(value); it != bound.end())
+    return it->second;
+  if (auto it = memo.find(value); it != memo.end())
+    return it->second;
+  IndexForm form;
+  if (std::optional<int64_t> constant = getConstantIntValue(value))
+    form = IndexForm::of(*constant);
+  else if (auto result = dyn_cast<OpResult>(value))
+    form = evaluateOp(result.getOwner(), result);
+  else if (isSymbol(value) && isUniform(cast<BlockArgument>(value)))
+    form = IndexForm::symbol(value);
+  memo[value] = form;
+  return form;
+}
+
+IndexForm IndexEvaluator::evaluateOp(Operation *op, OpResult result) {
+  auto operand = [&](unsigned i) { return evaluate(op->getOperand(i)); };
+  IndexForm form;
+  if (isa<arith::AddIOp>(op))
+    form = sum(operand(0), operand(1));
+  else if (isa<arith::SubIOp>(op))
+    form = sum(operand(0), scaled(operand(1), -1));
+  else if (isa<arith::MulIOp>(op))
+    form = product(operand(0), operand(1));
+  else if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
+    form = operand(0);
+  else if (auto apply = dyn_cast<affine::AffineApplyOp>(op)) {
+    SmallVector<IndexForm> operands;
+    for (Value v : apply.getMapOperands())
+      operands.push_back(evaluate(v));
+    form = evaluateAffine(apply.getAffineMap().getResult(0), operands,
+                          apply.getAffineMap().getNumDims());
+  } else if (auto delinearize = dyn_cast<affine::AffineDelinearizeIndexOp>(op))
+    form = delinearized(delinearize, result.getResultNumber());
+  else if (auto thread = dyn_cast<gpu::ThreadIdOp>(op)) {
+    form = thread.getDimension() == gpu::Dimension::x
+               ? evaluate(site.barrier->getParentOfType<gpu::LaunchOp>()
+                              .getThreadIds()
+                              .x)
+               : IndexForm::of(0);
+  } else if (isa<gpu::LaneIdOp>(op)) {
+    IndexForm thread = evaluate(
+        site.barrier->getParentOfType<gpu::LaunchOp>().getThreadIds().x);
+    if (thread.isConstant())
+      form = IndexForm::of(thread.constant % 32, true);
+  } else if (auto dim = dyn_cast<gpu::BlockDimOp>(op)) {
+    form = IndexForm::of(dim.getDimension() == gpu::Dimension::x
+                             ? site.blockSize
+                             : 1);
+  } else if (isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp,
+                 arith::RemSIOp, arith::CeilDivSIOp, arith::FloorDivSIOp,
+                 arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp,
+                 arith::MaxUIOp>(op)) {
+    IndexForm lhs = operand(0), rhs = operand(1);
+    if (lhs.isConstant() && rhs.isConstant()) {
+      Builder b(op->getContext());
+      SmallVector<Attribute> attrs = {
+          b.getIntegerAttr(op->getOperand(0).getType(), lhs.constant),
+          b.getIntegerAttr(op->getOperand(1).getType(), rhs.constant)};
+      SmallVector<OpFoldResult> folded;
+      if (succeeded(op->fold(attrs, folded)) && folded.size() == 1)
+        if (std::optional<int64_t> value = getConstantIntValue(folded[0]))
+          form = IndexForm::of(*value,
+                               lhs.variesByThread || rhs.variesByThread);
+    }
+  }
+  if (form.known)
+    return form;
+  // Anything else pure, from operands that do not vary by thread, is a
+  // symbol where it holds one value on both sides.
+  // (Of the values without operands, only the block's place in the grid;
+  // gpu.global_id, say, differs by thread.)
+  if (!isPure(op) || !isSymbol(result) ||
+      (op->getNumOperands() == 0 && !isa<gpu::BlockIdOp, gpu::GridDimOp>(op)))
+    return IndexForm::unknown();
+  for (Value v : op->getOperands()) {
+    IndexForm input = evaluate(v);
+    if (!input.known || input.variesByThread)
+      return IndexForm::unknown();
+  }
+  return IndexForm::symbol(result);
+}
+
+IndexForm IndexEvaluator::evaluateAffine(AffineExpr expr,
+                                         ArrayRef<IndexForm> operands,
+                                         unsigned numDims) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return IndexForm::of(constant.getValue());
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return operands[dim.getPosition()];
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return operands[numDims + symbol.getPosition()];
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  IndexForm lhs = evaluateAffine(binary.getLHS(), operands, numDims);
+  IndexForm rhs = evaluateAffine(binary.getRHS(), operands, numDims);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return sum(lhs, rhs);
+  case AffineExprKind::Mul:
+    return product(lhs, rhs);
+  default:
+    break;
+  }
+  if (!lhs.isConstant() || !rhs.isConstant() || rhs.constant <= 0)
+    return IndexForm::unknown();
+  bool varies = lhs.variesByThread || rhs.variesByThread;
+  int64_t quotient = floorDiv(lhs.constant, rhs.constant);
+  switch (expr.getKind()) {
+  case AffineExprKind::FloorDiv:
+    return IndexForm::of(quotient, varies);
+  case AffineExprKind::CeilDiv:
+    return IndexForm::of(-floorDiv(-lhs.constant, rhs.constant), varies);
+  default: // Mod
+    return IndexForm::of(lhs.constant - quotient * rhs.constant, varies);
+  }
+}
+
+IndexForm IndexEvaluator::delinearized(affine::AffineDelinearizeIndexOp op,
+                                       unsigned index) {
+  IndexForm linear = evaluate(op.getLinearIndex());
+  SmallVector<OpFoldResult> basis = op.getMixedBasis();
+  ArrayRef<OpFoldResult> inner(basis);
+  if (op.hasOuterBound())
+    inner = inner.drop_front();
+  if (!linear.isConstant())
+    return IndexForm::unknown();
+  int64_t rest = linear.constant;
+  for (unsigned i = inner.size(); i > 0; --i) {
+    IndexForm size = evaluate(inner[i - 1]);
+    if (!size.isConstant() || size.constant <= 0)
+      return IndexForm::unknown();
+    if (i == index)
+      return IndexForm::of(rest % size.constant, linear.variesByThread);
+    rest /= size.constant;
+  }
+  return IndexForm::of(rest, linear.variesByThread);
+}
+
+/// The element of the underlying buffer at `coords` of `view`.
+SmallVector<IndexForm, 4> elementOfBuffer(Value view,
+                                          SmallVector<IndexForm, 4> coords,
+                                          IndexEvaluator &evaluator) {
+  auto unknownOfRank = [](Value memref) {
+    return SmallVector<IndexForm, 4>(
+        cast<MemRefType>(memref.getType()).getRank(), IndexForm::unknown());
+  };
+  while (Operation *op = view.getDefiningOp()) {
+    if (auto subview = dyn_cast<memref::SubViewOp>(op)) {
+      llvm::SmallBitVector dropped = subview.getDroppedDims();
+      SmallVector<OpFoldResult> offsets = subview.getMixedOffsets();
+      SmallVector<OpFoldResult> strides = subview.getMixedStrides();
+      SmallVector<IndexForm, 4> source;
+      unsigned next = 0;
+      for (unsigned d = 0; d < offsets.size(); ++d) {
+        IndexForm offset = evaluator.evaluate(offsets[d]);
+        source.push_back(dropped.test(d)
+                             ? offset
+                             : sum(offset, product(evaluator.evaluate(
+                                                       strides[d]),
+                                                   coords[next++])));
+      }
+      coords = std::move(source);
+      view = subview.getSource();
+    } else if (auto memrefCast = dyn_cast<memref::CastOp>(op)) {
+      view = memrefCast.getSource();
+    } else if (auto expand = dyn_cast<memref::ExpandShapeOp>(op)) {
+      // Row-major within each group: the source index is the group's
+      // indices linearized over its static sizes.
+      ArrayRef<int64_t> shape = expand.getResultType().getShape();
+      SmallVector<IndexForm, 4> source;
+      for (const ReassociationIndices &group :
+           expand.getReassociationIndices()) {
+        IndexForm index = IndexForm::of(0);
+        for (int64_t d : group) {
+          index = ShapedType::isDynamic(shape[d])
+                      ? (d == group.front() ? index : IndexForm::unknown())
+                      : scaled(index, shape[d]);
+          index = sum(index, coords[d]);
+        }
+        source.push_back(index);
+      }
+      coords = std::move(source);
+      view = expand.getSrc();
+    } else if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(op)) {
+      // Only a flat source with the identity layout has its index here.
+      auto sourceType = cast<MemRefType>(reinterpret.getSource().getType());
+      if (sourceType.getRank() != 1 || !sourceType.getLayout().isIdentity()) {
+        view = reinterpret.getSource();
+        coords = unknownOfRank(view);
+        continue;
+      }
+      IndexForm index = evaluator.evaluate(reinterpret.getMixedOffsets().front());
+      for (auto [stride, coord] :
+           llvm::zip_equal(reinterpret.getMixedStrides(), coords))
+        index = sum(index, product(evaluator.evaluate(stride), coord));
+      coords = {index};
+      view = reinterpret.getSource();
+    } else if (auto collapse = dyn_cast<memref::CollapseShapeOp>(op)) {
+      view = collapse.getSrc();
+      coords = unknownOfRank(view);
+    } else {
+      break;
+    }
+  }
+  return coords;
+}
+
+/// A constant that `value` does not exceed: a loop over a chunk's rows,
+/// min(rows left, C), runs at most C times, and listing the iterations up
+/// to C lists more touches than happen, never fewer.
+std::optional<int64_t> upperLimit(Value value, IndexEvaluator &evaluator) {
+  IndexForm form = evaluator.evaluate(value);
+  if (form.isConstant())
+    return form.constant;
+  Operation *op = value.getDefiningOp();
+  if (isa_and_present<arith::MinSIOp>(op)) {
+    std::optional<int64_t> lhs = upperLimit(op->getOperand(0), evaluator);
+    std::optional<int64_t> rhs = upperLimit(op->getOperand(1), evaluator);
+    if (lhs && rhs)
+      return std::min(*lhs, *rhs);
+    return lhs ? lhs : rhs;
+  }
+  if (isa_and_present<arith::MulIOp>(op)) {
+    // x <= limit and c >= 0 give x * c <= limit * c.
+    for (unsigned i = 0; i < 2; ++i) {
+      IndexForm factor = evaluator.evaluate(op->getOperand(1 - i));
+      if (!factor.isConstant() || factor.constant < 0)
+        continue;
+      if (std::optional<int64_t> limit =
+              upperLimit(op->getOperand(i), evaluator))
+        return *limit * factor.constant;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+bool Buffer::operator==(const Buffer &other) const {
+  if (kind != other.kind)
+    return false;
+  return kind == Kind::Global ? globalName == other.globalName
+                              : value == other.value;
+}
+
+Buffer bufferOf(Value memref) {
+  Attribute space = cast<MemRefType>(memref.getType()).getMemorySpace();
+  while (Operation *op = memref.getDefiningOp()) {
+    if (auto subview = dyn_cast<memref::SubViewOp>(op))
+      memref = subview.getSource();
+    else if (auto memrefCast = dyn_cast<memref::CastOp>(op))
+      memref = memrefCast.getSource();
+    else if (auto expand = dyn_cast<memref::ExpandShapeOp>(op))
+      memref = expand.getSrc();
+    else if (auto collapse = dyn_cast<memref::CollapseShapeOp>(op))
+      memref = collapse.getSrc();
+    else if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(op))
+      memref = reinterpret.getSource();
+    else if (auto global = dyn_cast<memref::GetGlobalOp>(op))
+      return {Buffer::Kind::Global, {}, global.getNameAttr().getAttr(), space};
+    else if (isa<memref::AllocOp, memref::AllocaOp>(op))
+      return {Buffer::Kind::Allocation, memref, {}, space};
+    else
+      return {Buffer::Kind::Other, memref, {}, space};
+  }
+  return {Buffer::Kind::Argument, memref, {}, space};
+}
+
+bool mayShareMemory(const Buffer &a, const Buffer &b) {
+  if (a.memorySpace != b.memorySpace)
+    return false;
+  if (a == b)
+    return true;
+  using Kind = Buffer::Kind;
+  // A view this file does not follow may be of anything.
+  if (a.kind == Kind::Other || b.kind == Kind::Other)
+    return true;
+  // Function arguments may be views of one another; allocations and
+  // globals are buffers of their own.
+  return a.kind == Kind::Argument && b.kind == Kind::Argument;
+}
+
+std::optional<SmallVector<MemoryAccess>> memoryAccessesOf(Operation *op) {
+  auto elements = [](Value memref, ValueRange indices, int64_t count,
+                     bool writes) {
+    MemoryAccess access{memref, llvm::to_vector(indices), {count}, writes};
+    if (indices.empty())
+      access.extent.clear();
+    return access;
+  };
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return SmallVector<MemoryAccess>{
+        elements(load.getMemRef(), load.getIndices(), 1, false)};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return SmallVector<MemoryAccess>{
+        elements(store.getMemRef(), store.getIndices(), 1, true)};
+  auto vectorAccess = [](Value memref, ValueRange indices, VectorType type,
+                         bool writes) {
+    return MemoryAccess{memref, llvm::to_vector(indices),
+                        llvm::to_vector(type.getShape()), writes};
+  };
+  if (auto load = dyn_cast<vector::LoadOp>(op))
+    return SmallVector<MemoryAccess>{vectorAccess(
+        load.getBase(), load.getIndices(), load.getVectorType(), false)};
+  if (auto store = dyn_cast<vector::StoreOp>(op))
+    return SmallVector<MemoryAccess>{vectorAccess(
+        store.getBase(), store.getIndices(), store.getVectorType(), true)};
+  if (auto ldmatrix = dyn_cast<nvgpu::LdMatrixOp>(op)) {
+    // Each lane names one 16-byte row; the warp's lanes receive them all.
+    Type element = ldmatrix.getSrcMemref().getType().getElementType();
+    int64_t row = 128 / element.getIntOrFloatBitWidth();
+    MemoryAccess access = elements(ldmatrix.getSrcMemref(),
+                                   ldmatrix.getIndices(), row, false);
+    access.wholeWarp = true;
+    return SmallVector<MemoryAccess>{access};
+  }
+  if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op)) {
+    int64_t count = copy.getDstElements().getZExtValue();
+    return SmallVector<MemoryAccess>{
+        elements(copy.getSrc(), copy.getSrcIndices(), count, false),
+        elements(copy.getDst(), copy.getDstIndices(), count, true)};
+  }
+  // The copies land at the wait; they are counted at the copy, which comes
+  // first, so the wait itself orders nothing more.
+  if (isa<nvgpu::DeviceAsyncCreateGroupOp, nvgpu::DeviceAsyncWaitOp>(op))
+    return SmallVector<MemoryAccess>{};
+  // Rounding to tf32 is a register operation that NVVM does not mark pure.
+  if (isMemoryEffectFree(op) || isa<NVVM::ConvertFloatToTF32Op>(op))
+    return SmallVector<MemoryAccess>{};
+  return std::nullopt;
+}
+
+std::optional<std::vector<Touch>> touchesOf(const MemoryAccess &access,
+                                            Operation *op,
+                                            const BarrierSite &site) {
+  // The loops around `op` that do not hold the barrier run every iteration
+  // on their side of it: each is listed, outermost first.
+  SmallVector<scf::ForOp> loops;
+  for (auto loop = op->getParentOfType<scf::ForOp>();
+       loop && !loop->isAncestor(site.barrier);
+       loop = loop->getParentOfType<scf::ForOp>())
+    loops.insert(loops.begin(), loop);
+
+  IndexEvaluator evaluator(site);
+  std::vector<Touch> touches;
+  int64_t thread = 0;
+  SmallVector<int64_t> offsets(access.extent.size(), 0);
+  auto record = [&]() {
+    SmallVector<IndexForm, 4> coords;
+    for (Value index : access.indices)
+      coords.push_back(evaluator.evaluate(index));
+    // Each element of the extent, over the trailing dimensions.
+    unsigned first = coords.size() - access.extent.size();
+    std::fill(offsets.begin(), offsets.end(), 0);
+    while (true) {
+      SmallVector<IndexForm, 4> element = coords;
+      for (unsigned d = 0; d < offsets.size(); ++d)
+        element[first + d] = sum(element[first + d], IndexForm::of(offsets[d]));
+      touches.push_back(
+          {access.wholeWarp ? -1 : thread,
+           elementOfBuffer(access.memref, std::move(element), evaluator)});
+      unsigned d = offsets.size();
+      while (d > 0 && ++offsets[d - 1] == access.extent[d - 1])
+        offsets[--d] = 0;
+      if (d == 0)
+        break;
+    }
+    return touches.size() <= kMaxTouches;
+  };
+  std::function<bool(unsigned)> iterate = [&](unsigned level) -> bool {
+    if (level == loops.size())
+      return record();
+    scf::ForOp loop = loops[level];
+    IndexForm lower = evaluator.evaluate(loop.getLowerBound());
+    std::optional<int64_t> upper =
+        upperLimit(loop.getUpperBound(), evaluator);
+    IndexForm step = evaluator.evaluate(loop.getStep());
+    if (!lower.isConstant() || !upper || !step.isConstant() ||
+        step.constant <= 0) {
+      evaluator.bind(loop.getInductionVar(), IndexForm::unknown());
+      return iterate(level + 1);
+    }
+    for (int64_t i = lower.constant; i < *upper; i += step.constant) {
+      evaluator.bind(loop.getInductionVar(), IndexForm::of(i, true));
+      if (!iterate(level + 1))
+        return false;
+    }
+    return true;
+  };
+  Value threadId =
+      site.barrier->getParentOfType<gpu::LaunchOp>().getThreadIds().x;
+  for (thread = 0; thread < site.blockSize; ++thread) {
+    evaluator.bind(threadId, IndexForm::of(thread, true));
+    if (!iterate(0))
+      return std::nullopt;
+  }
+  return touches;
+}
+
+bool differentThreadsMeet(ArrayRef<Touch> before, ArrayRef<Touch> after) {
+  if (before.empty() || after.empty())
+    return false;
+  // Coordinates that are known with the same symbols in every touch compare
+  // by their constants; the others may hold anything.
+  unsigned rank = before.front().element.size();
+  SmallVector<unsigned> compared;
+  for (unsigned d = 0; d < rank; ++d) {
+    const IndexForm &first = before.front().element[d];
+    auto same = [&](const Touch &touch) {
+      const IndexForm &form = touch.element[d];
+      return form.known && form.terms == first.terms;
+    };
+    if (first.known && llvm::all_of(before, same) && llvm::all_of(after, same))
+      compared.push_back(d);
+  }
+  auto key = [&](const Touch &touch) {
+    std::vector<int64_t> constants;
+    for (unsigned d : compared)
+      constants.push_back(touch.element[d].constant);
+    return constants;
+  };
+  // For each element touched before: its one thread, or -1 for several.
+  std::map<std::vector<int64_t>, int64_t> threads;
+  for (const Touch &touch : before) {
+    auto [it, inserted] = threads.try_emplace(key(touch), touch.thread);
+    if (!inserted && it->second != touch.thread)
+      it->second = -1;
+  }
+  return llvm::any_of(after, [&](const Touch &touch) {
+    auto it = threads.find(key(touch));
+    return it != threads.end() &&
+           (it->second == -1 || touch.thread == -1 ||
+            it->second != touch.thread);
+  });
+}
+
+} // namespace fwp

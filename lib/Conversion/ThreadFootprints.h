@@ -1,0 +1,103 @@
+//===- ThreadFootprints.h - Which thread of a block touches what -*- C++ -*-===//
+//
+// For fwp-eliminate-barriers: the elements that each thread of a block
+// touches at one memory operation inside a gpu.launch, found by running the
+// operation's index arithmetic for every thread and every iteration of the
+// loops around it (the kernels' shared loops, their tensor-core fragments).
+//
+// An element is a point of the buffer the memory belongs to (an allocation,
+// a workgroup global, a function argument), reached through the views in
+// between (subview, reinterpret_cast of a flat buffer, expand_shape), so
+// that two views of one tile compare. Each coordinate is an IndexForm: a
+// constant plus a sum of symbols, values that hold one value for every
+// thread on both sides of the barrier in question (block ids, sizes, the
+// iteration of a loop around the barrier), or unknown.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_CONVERSION_THREADFOOTPRINTS_H
+#define FWP_CONVERSION_THREADFOOTPRINTS_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace fwp {
+
+/// constant + sum(coefficient * symbol), or unknown. `variesByThread` marks
+/// a value that depends on the thread or on an enumerated loop, which may
+/// not be taken as a symbol.
+struct IndexForm {
+  bool known = false;
+  bool variesByThread = false;
+  int64_t constant = 0;
+  /// Sorted by value, no zero coefficients.
+  llvm::SmallVector<std::pair<mlir::Value, int64_t>, 2> terms;
+
+  static IndexForm unknown() { return {}; }
+  static IndexForm of(int64_t value, bool variesByThread = false);
+  static IndexForm symbol(mlir::Value value);
+  bool isConstant() const { return known && terms.empty(); }
+};
+
+/// Where the accesses being compared sit relative to the barrier in
+/// question: loops whose back edge lies between them (`crossedLoops`) run
+/// a different iteration on the two sides, so nothing defined inside them
+/// is a symbol.
+struct BarrierSite {
+  mlir::Operation *barrier;
+  int64_t blockSize;
+  llvm::SmallVector<mlir::Operation *, 2> crossedLoops;
+};
+
+/// One memory access of an operation.
+struct MemoryAccess {
+  mlir::Value memref;
+  llvm::SmallVector<mlir::Value> indices;
+  /// The elements touched from `indices`, over the trailing dimensions.
+  llvm::SmallVector<int64_t> extent;
+  bool writes = false;
+  /// Every lane of the warp receives what it reads (ldmatrix).
+  bool wholeWarp = false;
+};
+
+/// The memory accesses of `op` (not of its regions), or std::nullopt when
+/// it touches memory in a way not modelled here.
+std::optional<llvm::SmallVector<MemoryAccess>>
+memoryAccessesOf(mlir::Operation *op);
+
+/// The buffer a memref view belongs to, and whether two buffers can share
+/// memory.
+struct Buffer {
+  enum class Kind { Allocation, Global, Argument, Other };
+  Kind kind;
+  mlir::Value value;            // not for Global
+  mlir::StringAttr globalName;  // for Global
+  mlir::Attribute memorySpace;
+  bool operator==(const Buffer &other) const;
+};
+Buffer bufferOf(mlir::Value memref);
+bool mayShareMemory(const Buffer &a, const Buffer &b);
+
+/// A thread's touch of one element; thread -1 stands for every thread.
+struct Touch {
+  int64_t thread;
+  llvm::SmallVector<IndexForm, 4> element;
+};
+
+/// Every touch of `access` (an access of `op`) by the block's threads,
+/// over every iteration of the loops around `op` that do not hold the
+/// barrier; std::nullopt when there are too many to list.
+std::optional<std::vector<Touch>> touchesOf(const MemoryAccess &access,
+                                            mlir::Operation *op,
+                                            const BarrierSite &site);
+
+/// Whether some element is touched by `before` and `after` from two
+/// different threads (or from a whole warp).
+bool differentThreadsMeet(llvm::ArrayRef<Touch> before,
+                          llvm::ArrayRef<Touch> after);
+
+} // namespace fwp
+
+#endif // FWP_CONVERSION_THREADFOOTPRINTS_H
