@@ -144,14 +144,15 @@ Side sideOf(gpu::BarrierOp barrier, bool forward) {
   }
 }
 
-/// Whether two accesses of one side each conflict: some element touched
-/// by both from two different threads, one of them a write.
+/// Whether the operations at two sites of a barrier conflict: some element
+/// touched by both from two different threads, one of them a write.
 class ConflictFinder {
 public:
-  ConflictFinder(gpu::BarrierOp barrier, int64_t blockSize)
-      : barrier(barrier), blockSize(blockSize) {}
+  explicit ConflictFinder(int64_t blockSize) : blockSize(blockSize) {}
 
-  bool conflict(const Site &before, const Site &after) {
+  bool conflict(gpu::BarrierOp barrier, const Site &before,
+                const Site &after) {
+    this->barrier = barrier;
     auto accessesBefore = accesses(before.op);
     auto accessesAfter = accesses(after.op);
     if (!accessesBefore || !accessesAfter)
@@ -180,42 +181,42 @@ private:
       return false;
     if (!(beforeBuffer == afterBuffer))
       return true;
-    const std::vector<Touch> *beforeTouches =
-        touches(beforeSite, before, beforeIndex);
-    const std::vector<Touch> *afterTouches =
-        touches(afterSite, after, afterIndex);
-    return !beforeTouches || !afterTouches ||
-           differentThreadsMeet(*beforeTouches, *afterTouches);
+    const Footprint *beforeFootprint =
+        footprint(beforeSite, before, beforeIndex);
+    const Footprint *afterFootprint = footprint(afterSite, after, afterIndex);
+    return !beforeFootprint || !afterFootprint ||
+           differentThreadsMeet(*beforeFootprint, *afterFootprint);
   }
 
-  /// The touches of one access at one site, listed once per barrier.
-  const std::vector<Touch> *touches(const Site &site,
-                                    const MemoryAccess &access,
-                                    unsigned index) {
-    Key key{site.op, index, site.crossedLoops};
+  /// The footprint of one access at one site. It is the same for every
+  /// barrier of one block: the loops listed and the values that are
+  /// symbols depend only on which blocks hold the barrier.
+  const Footprint *footprint(const Site &site, const MemoryAccess &access,
+                             unsigned index) {
+    Key key{barrier->getBlock(), site.op, index, site.crossedLoops};
     auto it = cache.find(key);
     if (it == cache.end()) {
       BarrierSite where{barrier, blockSize, site.crossedLoops};
-      it = cache.emplace(key, touchesOf(access, site.op, where)).first;
+      it = cache.emplace(key, footprintOf(access, site.op, where)).first;
     }
     return it->second ? &*it->second : nullptr;
   }
 
-  using Key = std::tuple<Operation *, unsigned, SmallVector<Operation *, 2>>;
+  using Key = std::tuple<Block *, Operation *, unsigned,
+                         SmallVector<Operation *, 2>>;
   gpu::BarrierOp barrier;
   int64_t blockSize;
-  std::map<Key, std::optional<std::vector<Touch>>> cache;
+  std::map<Key, std::optional<Footprint>> cache;
 };
 
-bool isNeeded(gpu::BarrierOp barrier, int64_t blockSize) {
+bool isNeeded(gpu::BarrierOp barrier, ConflictFinder &finder) {
   Side before = sideOf(barrier, /*forward=*/false);
   Side after = sideOf(barrier, /*forward=*/true);
   if (before.unknown || after.unknown)
     return true;
-  ConflictFinder finder(barrier, blockSize);
   for (const Site &b : before.sites)
     for (const Site &a : after.sites)
-      if (finder.conflict(b, a))
+      if (finder.conflict(barrier, b, a))
         return true;
   return false;
 }
@@ -230,8 +231,9 @@ void eliminateBarriers(gpu::LaunchOp launch) {
   SmallVector<gpu::BarrierOp> barriers;
   launch.walk([&](gpu::BarrierOp barrier) { barriers.push_back(barrier); });
   // One at a time: each decision sees the barriers still there.
+  ConflictFinder finder(*x);
   for (gpu::BarrierOp barrier : barriers)
-    if (!isNeeded(barrier, *x))
+    if (!isNeeded(barrier, finder))
       barrier.erase();
 }
 

@@ -12,7 +12,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include <map>
+#include <functional>
+#include <unordered_map>
 
 using namespace mlir;
 
@@ -94,11 +95,16 @@ int64_t floorDiv(int64_t a, int64_t b) {
 /// enumerated loops' induction variables.
 class IndexEvaluator {
 public:
-  explicit IndexEvaluator(const BarrierSite &site) : site(site) {}
+  /// `enumerated`: the values that will be bound, point by point.
+  IndexEvaluator(const BarrierSite &site, ArrayRef<Value> enumerated)
+      : site(site), launch(site.barrier->getParentOfType<gpu::LaunchOp>()) {
+    for (Value value : enumerated)
+      dependence[value] = true;
+  }
 
   void bind(Value value, IndexForm form) {
     bound[value] = form;
-    memo.clear();
+    pointMemo.clear();
   }
   IndexForm evaluate(OpFoldResult value) {
     if (auto attr = dyn_cast<Attribute>(value)) {
@@ -118,16 +124,35 @@ private:
                            unsigned numDims);
   IndexForm delinearized(affine::AffineDelinearizeIndexOp op, unsigned index);
 
+  bool dependsOnPoint(Value value);
+
   const BarrierSite &site;
-  DenseMap<Value, IndexForm> bound, memo;
+  gpu::LaunchOp launch;
+  DenseMap<Value, IndexForm> bound;
+  // Values that depend on the point evaluate anew at each point; the
+  // others once.
+  DenseMap<Value, bool> dependence;
+  DenseMap<Value, IndexForm> pointMemo, invariantMemo;
 };
+
+bool IndexEvaluator::dependsOnPoint(Value value) {
+  if (auto it = dependence.find(value); it != dependence.end())
+    return it->second;
+  bool depends = false;
+  Operation *op = value.getDefiningOp();
+  if (op && launch->isAncestor(op))
+    depends = isa<gpu::ThreadIdOp, gpu::LaneIdOp>(op) ||
+              llvm::any_of(op->getOperands(),
+                           [&](Value v) { return dependsOnPoint(v); });
+  dependence[value] = depends;
+  return depends;
+}
 
 /// A value that holds one value for every thread on both sides of the
 /// barrier: defined outside the launch, or in a block that holds the
 /// barrier, outside every loop whose back edge lies between the sides.
 bool IndexEvaluator::isSymbol(Value value) {
   Block *block = value.getParentBlock();
-  auto launch = site.barrier->getParentOfType<gpu::LaunchOp>();
   if (!launch->isAncestor(block->getParentOp()))
     return true;
   if (!block->findAncestorOpInBlock(*site.barrier))
@@ -158,6 +183,8 @@ bool IndexEvaluator::isUniform(BlockArgument argument) {
 IndexForm IndexEvaluator::evaluate(Value value) {
   if (auto it = bound.find(value); it != bound.end())
     return it->second;
+  DenseMap<Value, IndexForm> &memo =
+      dependsOnPoint(value) ? pointMemo : invariantMemo;
   if (auto it = memo.find(value); it != memo.end())
     return it->second;
   IndexForm form;
@@ -192,13 +219,10 @@ IndexForm IndexEvaluator::evaluateOp(Operation *op, OpResult result) {
     form = delinearized(delinearize, result.getResultNumber());
   else if (auto thread = dyn_cast<gpu::ThreadIdOp>(op)) {
     form = thread.getDimension() == gpu::Dimension::x
-               ? evaluate(site.barrier->getParentOfType<gpu::LaunchOp>()
-                              .getThreadIds()
-                              .x)
+               ? evaluate(launch.getThreadIds().x)
                : IndexForm::of(0);
   } else if (isa<gpu::LaneIdOp>(op)) {
-    IndexForm thread = evaluate(
-        site.barrier->getParentOfType<gpu::LaunchOp>().getThreadIds().x);
+    IndexForm thread = evaluate(launch.getThreadIds().x);
     if (thread.isConstant())
       form = IndexForm::of(thread.constant % 32, true);
   } else if (auto dim = dyn_cast<gpu::BlockDimOp>(op)) {
@@ -292,6 +316,29 @@ IndexForm IndexEvaluator::delinearized(affine::AffineDelinearizeIndexOp op,
     rest /= size.constant;
   }
   return IndexForm::of(rest, linear.variesByThread);
+}
+
+/// The buffer a view is of: where elementOfBuffer ends.
+Value bufferRoot(Value memref) {
+  while (Operation *op = memref.getDefiningOp()) {
+    if (auto subview = dyn_cast<memref::SubViewOp>(op))
+      memref = subview.getSource();
+    else if (auto memrefCast = dyn_cast<memref::CastOp>(op))
+      memref = memrefCast.getSource();
+    else if (auto expand = dyn_cast<memref::ExpandShapeOp>(op))
+      memref = expand.getSrc();
+    else if (auto collapse = dyn_cast<memref::CollapseShapeOp>(op))
+      memref = collapse.getSrc();
+    else if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(op))
+      memref = reinterpret.getSource();
+    else
+      break;
+  }
+  return memref;
+}
+
+unsigned bufferRank(Value memref) {
+  return cast<MemRefType>(bufferRoot(memref).getType()).getRank();
 }
 
 /// The element of the underlying buffer at `coords` of `view`.
@@ -403,25 +450,15 @@ bool Buffer::operator==(const Buffer &other) const {
 
 Buffer bufferOf(Value memref) {
   Attribute space = cast<MemRefType>(memref.getType()).getMemorySpace();
-  while (Operation *op = memref.getDefiningOp()) {
-    if (auto subview = dyn_cast<memref::SubViewOp>(op))
-      memref = subview.getSource();
-    else if (auto memrefCast = dyn_cast<memref::CastOp>(op))
-      memref = memrefCast.getSource();
-    else if (auto expand = dyn_cast<memref::ExpandShapeOp>(op))
-      memref = expand.getSrc();
-    else if (auto collapse = dyn_cast<memref::CollapseShapeOp>(op))
-      memref = collapse.getSrc();
-    else if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(op))
-      memref = reinterpret.getSource();
-    else if (auto global = dyn_cast<memref::GetGlobalOp>(op))
-      return {Buffer::Kind::Global, {}, global.getNameAttr().getAttr(), space};
-    else if (isa<memref::AllocOp, memref::AllocaOp>(op))
-      return {Buffer::Kind::Allocation, memref, {}, space};
-    else
-      return {Buffer::Kind::Other, memref, {}, space};
-  }
-  return {Buffer::Kind::Argument, memref, {}, space};
+  memref = bufferRoot(memref);
+  Operation *op = memref.getDefiningOp();
+  if (!op)
+    return {Buffer::Kind::Argument, memref, {}, space};
+  if (auto global = dyn_cast<memref::GetGlobalOp>(op))
+    return {Buffer::Kind::Global, {}, global.getNameAttr().getAttr(), space};
+  if (isa<memref::AllocOp, memref::AllocaOp>(op))
+    return {Buffer::Kind::Allocation, memref, {}, space};
+  return {Buffer::Kind::Other, memref, {}, space};
 }
 
 bool mayShareMemory(const Buffer &a, const Buffer &b) {
@@ -488,9 +525,8 @@ std::optional<SmallVector<MemoryAccess>> memoryAccessesOf(Operation *op) {
   return std::nullopt;
 }
 
-std::optional<std::vector<Touch>> touchesOf(const MemoryAccess &access,
-                                            Operation *op,
-                                            const BarrierSite &site) {
+std::optional<Footprint> footprintOf(const MemoryAccess &access,
+                                     Operation *op, const BarrierSite &site) {
   // The loops around `op` that do not hold the barrier run every iteration
   // on their side of it: each is listed, outermost first.
   SmallVector<scf::ForOp> loops;
@@ -498,32 +534,49 @@ std::optional<std::vector<Touch>> touchesOf(const MemoryAccess &access,
        loop && !loop->isAncestor(site.barrier);
        loop = loop->getParentOfType<scf::ForOp>())
     loops.insert(loops.begin(), loop);
+  Value threadId =
+      site.barrier->getParentOfType<gpu::LaunchOp>().getThreadIds().x;
+  SmallVector<Value> enumerated = {threadId};
+  for (scf::ForOp loop : loops)
+    enumerated.push_back(loop.getInductionVar());
 
-  IndexEvaluator evaluator(site);
-  std::vector<Touch> touches;
+  IndexEvaluator evaluator(site, enumerated);
+  Footprint footprint;
+  footprint.dimensions.resize(bufferRank(access.memref));
+  bool first = true;
   int64_t thread = 0;
   SmallVector<int64_t> offsets(access.extent.size(), 0);
+  auto addTouch = [&](ArrayRef<IndexForm> element) {
+    footprint.threads.push_back(access.wholeWarp ? -1 : thread);
+    for (auto [dimension, form] :
+         llvm::zip_equal(footprint.dimensions, element)) {
+      if (first)
+        dimension.symbols = form.terms;
+      dimension.compared &= form.known && form.terms == dimension.symbols;
+      footprint.coordinates.push_back(form.constant);
+    }
+    first = false;
+  };
   auto record = [&]() {
     SmallVector<IndexForm, 4> coords;
     for (Value index : access.indices)
       coords.push_back(evaluator.evaluate(index));
     // Each element of the extent, over the trailing dimensions.
-    unsigned first = coords.size() - access.extent.size();
+    unsigned firstExtent = coords.size() - access.extent.size();
     std::fill(offsets.begin(), offsets.end(), 0);
     while (true) {
       SmallVector<IndexForm, 4> element = coords;
       for (unsigned d = 0; d < offsets.size(); ++d)
-        element[first + d] = sum(element[first + d], IndexForm::of(offsets[d]));
-      touches.push_back(
-          {access.wholeWarp ? -1 : thread,
-           elementOfBuffer(access.memref, std::move(element), evaluator)});
+        element[firstExtent + d] =
+            sum(element[firstExtent + d], IndexForm::of(offsets[d]));
+      addTouch(elementOfBuffer(access.memref, std::move(element), evaluator));
       unsigned d = offsets.size();
       while (d > 0 && ++offsets[d - 1] == access.extent[d - 1])
         offsets[--d] = 0;
       if (d == 0)
         break;
     }
-    return touches.size() <= kMaxTouches;
+    return footprint.threads.size() <= kMaxTouches;
   };
   std::function<bool(unsigned)> iterate = [&](unsigned level) -> bool {
     if (level == loops.size())
@@ -545,51 +598,69 @@ std::optional<std::vector<Touch>> touchesOf(const MemoryAccess &access,
     }
     return true;
   };
-  Value threadId =
-      site.barrier->getParentOfType<gpu::LaunchOp>().getThreadIds().x;
   for (thread = 0; thread < site.blockSize; ++thread) {
     evaluator.bind(threadId, IndexForm::of(thread, true));
     if (!iterate(0))
       return std::nullopt;
   }
-  return touches;
+  return footprint;
 }
 
-bool differentThreadsMeet(ArrayRef<Touch> before, ArrayRef<Touch> after) {
-  if (before.empty() || after.empty())
+namespace {
+
+/// The constants of the compared dimensions of each touch, as a hash key.
+struct Coordinates {
+  const int64_t *values;
+  ArrayRef<unsigned> dimensions;
+  bool operator==(const Coordinates &other) const {
+    return llvm::all_of(dimensions, [&](unsigned d) {
+      return values[d] == other.values[d];
+    });
+  }
+};
+struct HashCoordinates {
+  size_t operator()(const Coordinates &key) const {
+    size_t hash = 0;
+    for (unsigned d : key.dimensions)
+      hash = llvm::hash_combine(hash, key.values[d]);
+    return hash;
+  }
+};
+
+} // namespace
+
+bool differentThreadsMeet(const Footprint &before, const Footprint &after) {
+  if (before.threads.empty() || after.threads.empty())
     return false;
-  // Coordinates that are known with the same symbols in every touch compare
-  // by their constants; the others may hold anything.
-  unsigned rank = before.front().element.size();
+  // Dimensions with the same symbols in both compare by their constants;
+  // the others may hold anything.
   SmallVector<unsigned> compared;
-  for (unsigned d = 0; d < rank; ++d) {
-    const IndexForm &first = before.front().element[d];
-    auto same = [&](const Touch &touch) {
-      const IndexForm &form = touch.element[d];
-      return form.known && form.terms == first.terms;
-    };
-    if (first.known && llvm::all_of(before, same) && llvm::all_of(after, same))
+  for (auto [d, dims] : llvm::enumerate(
+           llvm::zip_equal(before.dimensions, after.dimensions))) {
+    auto &[b, a] = dims;
+    if (b.compared && a.compared && b.symbols == a.symbols)
       compared.push_back(d);
   }
-  auto key = [&](const Touch &touch) {
-    std::vector<int64_t> constants;
-    for (unsigned d : compared)
-      constants.push_back(touch.element[d].constant);
-    return constants;
+  size_t rank = before.dimensions.size();
+  auto key = [&](const Footprint &footprint, size_t touch) {
+    return Coordinates{footprint.coordinates.data() + touch * rank, compared};
   };
   // For each element touched before: its one thread, or -1 for several.
-  std::map<std::vector<int64_t>, int64_t> threads;
-  for (const Touch &touch : before) {
-    auto [it, inserted] = threads.try_emplace(key(touch), touch.thread);
-    if (!inserted && it->second != touch.thread)
+  std::unordered_map<Coordinates, int64_t, HashCoordinates> threads;
+  for (size_t touch = 0; touch < before.threads.size(); ++touch) {
+    int64_t thread = before.threads[touch];
+    auto [it, inserted] = threads.try_emplace(key(before, touch), thread);
+    if (!inserted && it->second != thread)
       it->second = -1;
   }
-  return llvm::any_of(after, [&](const Touch &touch) {
-    auto it = threads.find(key(touch));
-    return it != threads.end() &&
-           (it->second == -1 || touch.thread == -1 ||
-            it->second != touch.thread);
-  });
+  for (size_t touch = 0; touch < after.threads.size(); ++touch) {
+    auto it = threads.find(key(after, touch));
+    int64_t thread = after.threads[touch];
+    if (it != threads.end() &&
+        (it->second == -1 || thread == -1 || it->second != thread))
+      return true;
+  }
+  return false;
 }
 
 } // namespace fwp

@@ -80,23 +80,30 @@ struct Buffer {
 Buffer bufferOf(mlir::Value memref);
 bool mayShareMemory(const Buffer &a, const Buffer &b);
 
-/// A thread's touch of one element; thread -1 stands for every thread.
-struct Touch {
-  int64_t thread;
-  llvm::SmallVector<IndexForm, 4> element;
+/// Every element one access touches, with the thread that touches it.
+/// Element coordinates are kept as constants; a dimension is `compared`
+/// when every touch has it known with the same symbols (`symbols`), which
+/// the constants are then relative to. Thread -1 stands for every thread.
+struct Footprint {
+  struct Dimension {
+    bool compared = true;
+    llvm::SmallVector<std::pair<mlir::Value, int64_t>, 2> symbols;
+  };
+  llvm::SmallVector<Dimension, 4> dimensions;
+  std::vector<int64_t> threads;
+  std::vector<int64_t> coordinates; // dimensions.size() per touch
 };
 
-/// Every touch of `access` (an access of `op`) by the block's threads,
-/// over every iteration of the loops around `op` that do not hold the
-/// barrier; std::nullopt when there are too many to list.
-std::optional<std::vector<Touch>> touchesOf(const MemoryAccess &access,
-                                            mlir::Operation *op,
-                                            const BarrierSite &site);
+/// The footprint of `access` (an access of `op`) over the block's threads
+/// and every iteration of the loops around `op` that do not hold the
+/// barrier; std::nullopt when there are too many touches to list.
+std::optional<Footprint> footprintOf(const MemoryAccess &access,
+                                     mlir::Operation *op,
+                                     const BarrierSite &site);
 
-/// Whether some element is touched by `before` and `after` from two
-/// different threads (or from a whole warp).
-bool differentThreadsMeet(llvm::ArrayRef<Touch> before,
-                          llvm::ArrayRef<Touch> after);
+/// Whether some element is touched in both footprints from two different
+/// threads (or from a whole warp).
+bool differentThreadsMeet(const Footprint &before, const Footprint &after);
 
 } // namespace fwp
 
