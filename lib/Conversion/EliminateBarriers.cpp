@@ -134,8 +134,7 @@ Side sideOf(gpu::BarrierOp barrier, bool forward) {
     if (auto loop = dyn_cast<scf::ForOp>(parent)) {
       // The neighbouring iteration, then the path around the loop.
       Operation *crossed[] = {loop};
-      walker.walkBlock(block, forward ? block->begin() : block->end(),
-                       crossed);
+      walker.walkBlock(block, forward ? block->begin() : block->end(), crossed);
     } else if (!isa<scf::IfOp>(parent)) {
       side.unknown = true;
       return side;
@@ -150,8 +149,7 @@ class ConflictFinder {
 public:
   explicit ConflictFinder(int64_t blockSize) : blockSize(blockSize) {}
 
-  bool conflict(gpu::BarrierOp barrier, const Site &before,
-                const Site &after) {
+  bool conflict(gpu::BarrierOp barrier, const Site &before, const Site &after) {
     this->barrier = barrier;
     auto accessesBefore = accesses(before.op);
     auto accessesAfter = accesses(after.op);
@@ -202,8 +200,8 @@ private:
     return it->second ? &*it->second : nullptr;
   }
 
-  using Key = std::tuple<Block *, Operation *, unsigned,
-                         SmallVector<Operation *, 2>>;
+  using Key =
+      std::tuple<Block *, Operation *, unsigned, SmallVector<Operation *, 2>>;
   gpu::BarrierOp barrier;
   int64_t blockSize;
   std::map<Key, std::optional<Footprint>> cache;

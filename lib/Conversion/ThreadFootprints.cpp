@@ -61,7 +61,8 @@ IndexForm sum(const IndexForm &lhs, const IndexForm &rhs) {
   auto l = lhs.terms.begin(), r = rhs.terms.begin();
   while (l != lhs.terms.end() || r != rhs.terms.end()) {
     std::pair<Value, int64_t> term;
-    if (r == rhs.terms.end() || (l != lhs.terms.end() && less(l->first, r->first)))
+    if (r == rhs.terms.end() ||
+        (l != lhs.terms.end() && less(l->first, r->first)))
       term = *l++;
     else if (l == lhs.terms.end() || less(r->first, l->first))
       term = *r++;
@@ -159,8 +160,9 @@ bool IndexEvaluator::isSymbol(Value value) {
     return false;
   Operation *definition = value.getDefiningOp();
   Operation *scope = definition ? definition : block->getParentOp();
-  return llvm::none_of(site.crossedLoops,
-                       [&](Operation *loop) { return loop->isAncestor(scope); });
+  return llvm::none_of(site.crossedLoops, [&](Operation *loop) {
+    return loop->isAncestor(scope);
+  });
 }
 
 /// Block arguments that hold one value for every thread: the launch's
@@ -190,6 +192,8 @@ IndexForm IndexEvaluator::evaluate(Value value) {
   IndexForm form;
   if (std::optional<int64_t> constant = getConstantIntValue(value))
     form = IndexForm::of(*constant);
+  else if (!launch->isAncestor(value.getParentBlock()->getParentOp()))
+    form = IndexForm::symbol(value); // one value for the whole launch
   else if (auto result = dyn_cast<OpResult>(value))
     form = evaluateOp(result.getOwner(), result);
   else if (isSymbol(value) && isUniform(cast<BlockArgument>(value)))
@@ -226,13 +230,11 @@ IndexForm IndexEvaluator::evaluateOp(Operation *op, OpResult result) {
     if (thread.isConstant())
       form = IndexForm::of(thread.constant % 32, true);
   } else if (auto dim = dyn_cast<gpu::BlockDimOp>(op)) {
-    form = IndexForm::of(dim.getDimension() == gpu::Dimension::x
-                             ? site.blockSize
-                             : 1);
-  } else if (isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp,
-                 arith::RemSIOp, arith::CeilDivSIOp, arith::FloorDivSIOp,
-                 arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp,
-                 arith::MaxUIOp>(op)) {
+    form = IndexForm::of(
+        dim.getDimension() == gpu::Dimension::x ? site.blockSize : 1);
+  } else if (isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
+                 arith::CeilDivSIOp, arith::FloorDivSIOp, arith::MinSIOp,
+                 arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp>(op)) {
     IndexForm lhs = operand(0), rhs = operand(1);
     if (lhs.isConstant() && rhs.isConstant()) {
       Builder b(op->getContext());
@@ -242,8 +244,8 @@ IndexForm IndexEvaluator::evaluateOp(Operation *op, OpResult result) {
       SmallVector<OpFoldResult> folded;
       if (succeeded(op->fold(attrs, folded)) && folded.size() == 1)
         if (std::optional<int64_t> value = getConstantIntValue(folded[0]))
-          form = IndexForm::of(*value,
-                               lhs.variesByThread || rhs.variesByThread);
+          form =
+              IndexForm::of(*value, lhs.variesByThread || rhs.variesByThread);
     }
   }
   if (form.known)
@@ -358,11 +360,11 @@ SmallVector<IndexForm, 4> elementOfBuffer(Value view,
       unsigned next = 0;
       for (unsigned d = 0; d < offsets.size(); ++d) {
         IndexForm offset = evaluator.evaluate(offsets[d]);
-        source.push_back(dropped.test(d)
-                             ? offset
-                             : sum(offset, product(evaluator.evaluate(
-                                                       strides[d]),
-                                                   coords[next++])));
+        source.push_back(
+            dropped.test(d)
+                ? offset
+                : sum(offset,
+                      product(evaluator.evaluate(strides[d]), coords[next++])));
       }
       coords = std::move(source);
       view = subview.getSource();
@@ -394,7 +396,8 @@ SmallVector<IndexForm, 4> elementOfBuffer(Value view,
         coords = unknownOfRank(view);
         continue;
       }
-      IndexForm index = evaluator.evaluate(reinterpret.getMixedOffsets().front());
+      IndexForm index =
+          evaluator.evaluate(reinterpret.getMixedOffsets().front());
       for (auto [stride, coord] :
            llvm::zip_equal(reinterpret.getMixedStrides(), coords))
         index = sum(index, product(evaluator.evaluate(stride), coord));
@@ -504,8 +507,8 @@ std::optional<SmallVector<MemoryAccess>> memoryAccessesOf(Operation *op) {
     // Each lane names one 16-byte row; the warp's lanes receive them all.
     Type element = ldmatrix.getSrcMemref().getType().getElementType();
     int64_t row = 128 / element.getIntOrFloatBitWidth();
-    MemoryAccess access = elements(ldmatrix.getSrcMemref(),
-                                   ldmatrix.getIndices(), row, false);
+    MemoryAccess access =
+        elements(ldmatrix.getSrcMemref(), ldmatrix.getIndices(), row, false);
     access.wholeWarp = true;
     return SmallVector<MemoryAccess>{access};
   }
@@ -525,8 +528,8 @@ std::optional<SmallVector<MemoryAccess>> memoryAccessesOf(Operation *op) {
   return std::nullopt;
 }
 
-std::optional<Footprint> footprintOf(const MemoryAccess &access,
-                                     Operation *op, const BarrierSite &site) {
+std::optional<Footprint> footprintOf(const MemoryAccess &access, Operation *op,
+                                     const BarrierSite &site) {
   // The loops around `op` that do not hold the barrier run every iteration
   // on their side of it: each is listed, outermost first.
   SmallVector<scf::ForOp> loops;
@@ -583,8 +586,7 @@ std::optional<Footprint> footprintOf(const MemoryAccess &access,
       return record();
     scf::ForOp loop = loops[level];
     IndexForm lower = evaluator.evaluate(loop.getLowerBound());
-    std::optional<int64_t> upper =
-        upperLimit(loop.getUpperBound(), evaluator);
+    std::optional<int64_t> upper = upperLimit(loop.getUpperBound(), evaluator);
     IndexForm step = evaluator.evaluate(loop.getStep());
     if (!lower.isConstant() || !upper || !step.isConstant() ||
         step.constant <= 0) {
@@ -613,9 +615,8 @@ struct Coordinates {
   const int64_t *values;
   ArrayRef<unsigned> dimensions;
   bool operator==(const Coordinates &other) const {
-    return llvm::all_of(dimensions, [&](unsigned d) {
-      return values[d] == other.values[d];
-    });
+    return llvm::all_of(
+        dimensions, [&](unsigned d) { return values[d] == other.values[d]; });
   }
 };
 struct HashCoordinates {
@@ -635,8 +636,8 @@ bool differentThreadsMeet(const Footprint &before, const Footprint &after) {
   // Dimensions with the same symbols in both compare by their constants;
   // the others may hold anything.
   SmallVector<unsigned> compared;
-  for (auto [d, dims] : llvm::enumerate(
-           llvm::zip_equal(before.dimensions, after.dimensions))) {
+  for (auto [d, dims] :
+       llvm::enumerate(llvm::zip_equal(before.dimensions, after.dimensions))) {
     auto &[b, a] = dims;
     if (b.compared && a.compared && b.symbols == a.symbols)
       compared.push_back(d);

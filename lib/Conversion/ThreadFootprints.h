@@ -1,4 +1,5 @@
-//===- ThreadFootprints.h - Which thread of a block touches what -*- C++ -*-===//
+//===- ThreadFootprints.h - Which thread of a block touches what -*- C++
+//-*-===//
 //
 // For fwp-eliminate-barriers: the elements that each thread of a block
 // touches at one memory operation inside a gpu.launch, found by running the
@@ -72,8 +73,8 @@ memoryAccessesOf(mlir::Operation *op);
 struct Buffer {
   enum class Kind { Allocation, Global, Argument, Other };
   Kind kind;
-  mlir::Value value;            // not for Global
-  mlir::StringAttr globalName;  // for Global
+  mlir::Value value;           // not for Global
+  mlir::StringAttr globalName; // for Global
   mlir::Attribute memorySpace;
   bool operator==(const Buffer &other) const;
 };

@@ -236,8 +236,7 @@ void registerPipelineDependencies(DialectRegistry &registry) {
               func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
               linalg::LinalgDialect, math::MathDialect, memref::MemRefDialect,
               NVVM::NVVMDialect, nvgpu::NVGPUDialect, scf::SCFDialect,
-              tensor::TensorDialect,
-              ub::UBDialect, vector::VectorDialect>();
+              tensor::TensorDialect, ub::UBDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);

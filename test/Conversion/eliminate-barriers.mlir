@@ -348,3 +348,41 @@ func.func @two_dimensional_block(%m: memref<256xf32>) {
   }
   return
 }
+
+// -----
+
+// A tile at an offset known only at run time (the block's place times a
+// size) is the same tile on both sides: each thread still reads its own.
+// CHECK-LABEL: func @offset_at_run_time
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+func.func @offset_at_run_time(%m: memref<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %rows = memref.dim %m, %c0 : memref<?x16xf32>
+  %blocks = arith.ceildivsi %rows, %c256 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %blocks, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %first = arith.muli %bx, %blocks : index
+    %tile = memref.subview %m[%first, 0] [16, 16] [1, 1] : memref<?x16xf32> to memref<16x16xf32, strided<[16, 1], offset: ?>>
+    %t = gpu.thread_id x
+    scf.for %i = %t to %c256 step %c128 {
+      %p:2 = affine.delinearize_index %i into (16, 16) : index, index
+      %v = memref.load %tile[%p#0, %p#1] : memref<16x16xf32, strided<[16, 1], offset: ?>>
+      %w = arith.addf %v, %v : f32
+      memref.store %w, %tile[%p#0, %p#1] : memref<16x16xf32, strided<[16, 1], offset: ?>>
+    }
+    gpu.barrier
+    scf.for %i = %t to %c256 step %c128 {
+      %p:2 = affine.delinearize_index %i into (16, 16) : index, index
+      %v = memref.load %tile[%p#0, %p#1] : memref<16x16xf32, strided<[16, 1], offset: ?>>
+      %w = arith.mulf %v, %v : f32
+      memref.store %w, %tile[%p#0, %p#1] : memref<16x16xf32, strided<[16, 1], offset: ?>>
+    }
+    gpu.barrier
+    gpu.terminator
+  }
+  return
+}
