@@ -19,38 +19,11 @@
 #ifndef FWP_CONVERSION_THREADFOOTPRINTS_H
 #define FWP_CONVERSION_THREADFOOTPRINTS_H
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/Operation.h"
+#include "IndexEvaluator.h"
 
 #include <optional>
 
 namespace fwp {
-
-/// constant + sum(coefficient * symbol), or unknown. `variesByThread` marks
-/// a value that depends on the thread or on an enumerated loop, which may
-/// not be taken as a symbol.
-struct IndexForm {
-  bool known = false;
-  bool variesByThread = false;
-  int64_t constant = 0;
-  /// Sorted by value, no zero coefficients.
-  llvm::SmallVector<std::pair<mlir::Value, int64_t>, 2> terms;
-
-  static IndexForm unknown() { return {}; }
-  static IndexForm of(int64_t value, bool variesByThread = false);
-  static IndexForm symbol(mlir::Value value);
-  bool isConstant() const { return known && terms.empty(); }
-};
-
-/// Where the accesses being compared sit relative to the barrier in
-/// question: loops whose back edge lies between them (`crossedLoops`) run
-/// a different iteration on the two sides, so nothing defined inside them
-/// is a symbol.
-struct BarrierSite {
-  mlir::Operation *barrier;
-  int64_t blockSize;
-  llvm::SmallVector<mlir::Operation *, 2> crossedLoops;
-};
 
 /// One memory access of an operation.
 struct MemoryAccess {
