@@ -10,7 +10,8 @@
 // (transform.gpu.map_nested_forall_to_threads, called directly) then puts
 // them on gpu.thread_id and adds the barrier after each, which is all the
 // synchronisation the kernels need: each shared loop reads only what
-// earlier ones wrote.
+// earlier ones wrote. fwp-eliminate-barriers removes those that order
+// nothing.
 //
 // Shared memory: a kernel's local tiles in workgroup memory (memref.alloca
 // at its top level) become workgroup buffers of the module, which

@@ -15,7 +15,8 @@ def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
     block's threads share (thread `t` takes the points `t, t + n, ...` in
     row-major order, `affine.delinearize_index`), placed on the threads by
     upstream's thread mapping (`#gpu.thread<x>`), which adds a `gpu.barrier`
-    after it; all other code runs on every thread of the block. Upstream's
+    after it (`fwp-eliminate-barriers` removes those that order nothing);
+    all other code runs on every thread of the block. Upstream's
     block mapping is not used: it needs static grid sizes.
   }];
   let options = [
