@@ -85,6 +85,9 @@ cuModuleLoadDataEx(ModuleObject **module, const void *image,
           kJitInfoLogBufferSizeBytes);
   auto object = std::make_unique<ModuleObject>();
   object->module = std::move(parsed);
+  if (!settings().reportPath.empty())
+    object->ptxasRegisters =
+        ptxasRegisters(static_cast<const char *>(image), device->chip.sm);
   *module = object.get();
   modules().push_back(std::move(object));
   return kSuccess;
@@ -118,7 +121,11 @@ cuModuleGetFunction(Function **function, ModuleObject *module,
       *function = f.get();
       return kSuccess;
     }
-  module->functions.push_back(std::make_unique<Function>(Function{kernel}));
+  auto registers = module->ptxasRegisters.find(name);
+  module->functions.push_back(std::make_unique<Function>(
+      Function{kernel, 0,
+               registers == module->ptxasRegisters.end() ? 0u
+                                                         : registers->second}));
   *function = module->functions.back().get();
   return kSuccess;
 }

@@ -117,6 +117,10 @@ CUresult runLaunch(Device &device, const Function &function, Dim3 grid,
       launch(*function.kernel, grid, block, sharedBytes, params.data(),
              device.memory, device.chip, options);
   if (!settings().reportPath.empty()) {
+    if (function.ptxasRegisters) {
+      result.counters.registersPerThread = function.ptxasRegisters;
+      result.counters.registersFromPtxas = true;
+    }
     std::ofstream out(settings().reportPath, std::ios::app);
     out << result.counters.json(function.kernel->name) << "\n";
   }

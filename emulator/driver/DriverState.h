@@ -14,6 +14,7 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,12 +64,19 @@ struct Device {
 struct Function {
   const Kernel *kernel;
   unsigned maxDynamicShared = 0;
+  unsigned ptxasRegisters = 0; // 0: not known
 };
 
 struct ModuleObject {
   std::unique_ptr<Module> module;
   std::vector<std::unique_ptr<Function>> functions;
+  std::map<std::string, unsigned> ptxasRegisters; // by kernel
 };
+
+/// Registers per thread of each kernel of `ptx`, from `ptxas -v` for
+/// sm_`sm`; empty when ptxas is not found or fails.
+std::map<std::string, unsigned> ptxasRegisters(const std::string &ptx,
+                                               unsigned sm);
 
 struct Stream {
   Device *device;

@@ -43,6 +43,8 @@ std::string Counters::json(const std::string &kernel) const {
       << ",\"threads_per_cta\":" << threadsPerCta
       << ",\"shared_bytes_per_cta\":" << sharedBytesPerCta
       << ",\"registers_per_thread\":" << registersPerThread
+      << ",\"registers_source\":\"" << (registersFromPtxas ? "ptxas" : "ptx")
+      << "\""
       << ",\"warp_instructions\":" << total << ",\"by_class\":{";
   for (size_t i = 0; i < size_t(InstructionClass::Count); ++i)
     out << (i ? "," : "") << "\"" << className(InstructionClass(i))

@@ -240,6 +240,79 @@ TEST(EmulatedDriverTest, CountersReportIsOneJsonLineALaunch) {
   std::remove(report.c_str());
 }
 
+/// ptxas on PATH or in CUDA's default place, or "".
+std::string findPtxas() {
+  std::stringstream dirs(std::getenv("PATH") ? std::getenv("PATH") : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    if (access((dir + "/ptxas").c_str(), X_OK) == 0)
+      return dir + "/ptxas";
+  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0
+             ? "/usr/local/cuda/bin/ptxas"
+             : "";
+}
+
+/// The registers `ptxas -v` reports for kPtx's kernel on sm_90.
+int ptxasRegistersOfAddOne(const std::string &ptxas) {
+  std::string ptx =
+      ::testing::TempDir() + "fwp-add-one-" + std::to_string(getpid()) + ".ptx";
+  std::ofstream(ptx) << kPtx;
+  std::string command =
+      ptxas + " -v --gpu-name sm_90 -o /dev/null " + ptx + " 2>&1";
+  std::string output;
+  if (FILE *pipe = popen(command.c_str(), "r")) {
+    char buffer[1024];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+      output.append(buffer, n);
+    pclose(pipe);
+  }
+  std::remove(ptx.c_str());
+  size_t used = output.find("Used ");
+  return used == std::string::npos ? -1 : std::atoi(&output[used + 5]);
+}
+
+/// The one line of the counters report of one launch of kPtx.
+std::string reportOfOneLaunch(const std::string &ptxasSetting) {
+  std::string report = ::testing::TempDir() + "fwp-emu-registers-" +
+                       std::to_string(getpid()) + ".jsonl";
+  std::remove(report.c_str());
+  auto [status, log] =
+      inChild({"FWP_EMU_REPORT=" + report, "FWP_EMU_PTXAS=" + ptxasSetting},
+              [](Api &api) {
+                Buffers b;
+                return setUp(api) && prepare(api, b) && launch(api, b, 1) == 0;
+              });
+  EXPECT_EQ(status, 0) << log;
+  std::ifstream in(report);
+  std::string line;
+  std::getline(in, line);
+  std::remove(report.c_str());
+  return line;
+}
+
+TEST(EmulatedDriverTest, CountersTakeRegistersFromPtxas) {
+  std::string ptxas = findPtxas();
+  if (ptxas.empty())
+    GTEST_SKIP() << "no ptxas on this machine: the counters report the "
+                    "PTX's virtual registers";
+  int registers = ptxasRegistersOfAddOne(ptxas);
+  ASSERT_GT(registers, 0) << "ptxas -v said no register count";
+  std::string line = reportOfOneLaunch(ptxas);
+  EXPECT_NE(
+      line.find("\"registers_per_thread\":" + std::to_string(registers) + ","),
+      std::string::npos)
+      << line;
+  EXPECT_NE(line.find("\"registers_source\":\"ptxas\""), std::string::npos)
+      << line;
+  // Without ptxas, the virtual registers the PTX uses: %r1-2, %f1-2 and
+  // %rd1-5.
+  line = reportOfOneLaunch("/nonexistent/ptxas");
+  EXPECT_NE(line.find("\"registers_per_thread\":9,"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("\"registers_source\":\"ptx\""), std::string::npos)
+      << line;
+}
+
 TEST(EmulatedDriverTest, DevicesAndChipByOption) {
   auto [status, log] =
       inChild({"FWP_EMU_DEVICES=2", "FWP_EMU_SM=80"}, [](Api &api) {

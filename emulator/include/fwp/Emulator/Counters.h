@@ -42,7 +42,10 @@ struct Counters {
   uint64_t ctas = 0;
   unsigned threadsPerCta = 0;
   unsigned sharedBytesPerCta = 0;
-  unsigned registersPerThread = 0; // declared PTX registers (virtual)
+  // ptxas's count when the driver found ptxas, else the virtual registers
+  // the PTX uses.
+  unsigned registersPerThread = 0;
+  bool registersFromPtxas = false;
 
   void add(const Counters &other);
   uint64_t totalWarpInstructions() const;
