@@ -1,6 +1,6 @@
 //===- ExecuteFloat.cpp - f32 and f64 arithmetic --------------------------===//
 //
-// PTX ISA 9.7.3 (f32/f64) and 9.7.4 (half precision is not emulated yet).
+// PTX ISA 9.7.3 (f32/f64; half precision, 9.7.4, is ExecuteHalf.cpp).
 // The host's IEEE arithmetic in the instruction's rounding mode gives the
 // correctly rounded results the ISA asks of add, sub, mul, fma, div.rn,
 // rcp.rn and sqrt.rn. Around it: .ftz flushes subnormal inputs and results

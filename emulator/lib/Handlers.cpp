@@ -7,7 +7,7 @@ namespace fwp::emu {
 Handler handlerFor(const Instruction &inst) {
   for (auto family :
        {controlHandler, memoryHandler, matrixHandler, selectionHandler,
-        conversionHandler, floatHandler, integerHandler})
+        conversionHandler, floatHandler, halfHandler, integerHandler})
     if (Handler handler = family(inst))
       return handler;
   return nullptr;

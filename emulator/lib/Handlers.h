@@ -14,6 +14,7 @@ namespace fwp::emu {
 
 Handler integerHandler(const Instruction &inst);    // ExecuteInteger.cpp
 Handler floatHandler(const Instruction &inst);      // ExecuteFloat.cpp
+Handler halfHandler(const Instruction &inst);       // ExecuteHalf.cpp
 Handler conversionHandler(const Instruction &inst); // ExecuteConvert.cpp
 Handler selectionHandler(const Instruction &inst);  // ExecuteSelect.cpp
 Handler memoryHandler(const Instruction &inst);     // ExecuteMemory.cpp

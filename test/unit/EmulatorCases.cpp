@@ -222,6 +222,9 @@ CaseList allCases() {
                         floatFtzFlushesSubnormalInputsAndResultsToSignedZero,
                         floatSatClampsToTheUnitIntervalAndNaNToPlusZero}));
   append(cases,
+         family("half", {halfAddSubMulRoundToNearestEven, halfFmaRoundsOnce,
+                         halfSatAndFtz, halfSignMinMaxAndPackedPairs}));
+  append(cases,
          family("approx",
                 {approxEx2IsWithinTwoUlpAndFollowsItsTable,
                  approxEx2FtzFlushesASubnormalResultToPlusZero,

@@ -285,6 +285,12 @@ CaseList conversionSatClampsToTheUnitIntervalAndNaNToZero();
 CaseList conversionF32ToF16RoundsToNearestEvenOverflowsAndKeepsNaN();
 CaseList conversionF32ToBf16RoundsToNearestEvenOverflowsAndKeepsNaN();
 CaseList conversionPackedX2PutsTheFirstOperandInTheUpperHalf();
+
+// EmulatorCasesHalf.cpp
+CaseList halfAddSubMulRoundToNearestEven();
+CaseList halfFmaRoundsOnce();
+CaseList halfSatAndFtz();
+CaseList halfSignMinMaxAndPackedPairs();
 CaseList conversionTf32RoundsToNearestTiesAwayAndKeepsInfAndNaN();
 
 // EmulatorCasesMemory.cpp

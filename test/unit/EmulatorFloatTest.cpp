@@ -1,7 +1,8 @@
 //===- EmulatorFloatTest.cpp - IEEE floating-point instructions -----------===//
 //
 // The emulator's correctly rounded floating-point instructions and float setp,
-// case by case from EmulatorCasesFloat.cpp, where each case cites the PTX ISA
+// case by case from EmulatorCasesFloat.cpp (EmulatorCasesHalf.cpp for f16
+// and bf16), where each case cites the PTX ISA
 // section its answers rest on. The same cases run on a GPU through
 // fwp-ptx-conformance.
 //
@@ -56,6 +57,20 @@ TEST(EmulatorFloat, FtzFlushesSubnormalInputsAndResultsToSignedZero) {
 
 TEST(EmulatorFloat, SatClampsToTheUnitIntervalAndNaNToPlusZero) {
   expectCasesPass(cases::floatSatClampsToTheUnitIntervalAndNaNToPlusZero());
+}
+
+TEST(EmulatorHalf, AddSubMulRoundToNearestEven) {
+  expectCasesPass(cases::halfAddSubMulRoundToNearestEven());
+}
+
+TEST(EmulatorHalf, FmaRoundsOnce) {
+  expectCasesPass(cases::halfFmaRoundsOnce());
+}
+
+TEST(EmulatorHalf, SatAndFtz) { expectCasesPass(cases::halfSatAndFtz()); }
+
+TEST(EmulatorHalf, SignMinMaxAndPackedPairs) {
+  expectCasesPass(cases::halfSignMinMaxAndPackedPairs());
 }
 
 } // namespace
