@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include <unistd.h>
@@ -65,17 +64,20 @@ std::map<std::string, unsigned> ptxasRegisters(const std::string &ptx,
   }
   std::remove(path);
   // "Compiling entry function 'k' for 'sm_90'" ... "Used 156 registers"
-  static const std::regex entry(R"(Compiling entry function '([^']+)')");
-  static const std::regex used(R"(Used (\d+) registers)");
+  const std::string entry = "Compiling entry function '", used = "Used ";
   std::string kernel;
   std::stringstream lines(output);
   std::string line;
-  std::smatch match;
   while (std::getline(lines, line)) {
-    if (std::regex_search(line, match, entry))
-      kernel = match[1];
-    else if (!kernel.empty() && std::regex_search(line, match, used))
-      registers[kernel] = unsigned(std::stoul(match[1]));
+    if (size_t at = line.find(entry); at != std::string::npos) {
+      size_t begin = at + entry.size();
+      kernel = line.substr(begin, line.find('\'', begin) - begin);
+    } else if (size_t at = line.find(used);
+               at != std::string::npos && !kernel.empty() &&
+               line.find(" registers", at) != std::string::npos) {
+      registers[kernel] =
+          unsigned(std::strtoul(&line[at + used.size()], nullptr, 10));
+    }
   }
   return registers;
 }
