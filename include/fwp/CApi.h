@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 /* The version of this interface; bindings check it before anything else. */
-#define FWP_CAPI_VERSION 3
+#define FWP_CAPI_VERSION 4
 FWP_CAPI int fwp_capi_version(void);
 
 /* The message of the last failure on this thread ("" if none). Valid until
@@ -51,6 +51,11 @@ FWP_CAPI const char *fwp_last_error(void);
  * needs neither MLIR nor LLVM: for machines that run kernels compiled
  * elsewhere, e.g. a GPU machine without the compiler). */
 FWP_CAPI int fwp_compiler_available(void);
+
+/* The disk cache's directory as the environment sets it ($FWP_CACHE_DIR,
+ * else $XDG_CACHE_HOME/fwp, else ~/.cache/fwp); "" when FWP_CACHE=off.
+ * Valid until the next call on this thread. */
+FWP_CAPI const char *fwp_cache_directory(void);
 
 /* How a call on device buffers runs (the *_cuda functions): buffers are
  * addresses in the primary CUDA context of device 0 (where PyTorch's

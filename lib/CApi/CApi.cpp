@@ -9,6 +9,8 @@
 
 #include "fwp/JIT/JIT.h"
 #include "fwp/JIT/Scan.h"
+// The JIT library's own rule for the cache directory, not a copy of it.
+#include "../JIT/DiskCache.h"
 
 #include <cstring>
 #include <exception>
@@ -134,6 +136,12 @@ extern "C" {
 int fwp_capi_version(void) { return FWP_CAPI_VERSION; }
 
 int fwp_compiler_available(void) { return fwp::jit::compilerAvailable(); }
+
+const char *fwp_cache_directory(void) {
+  static thread_local std::string directory;
+  directory = fwp::jit::cacheDirectoryFromEnvironment();
+  return directory.c_str();
+}
 
 const char *fwp_last_error(void) { return lastError.c_str(); }
 

@@ -16,6 +16,8 @@ CUDA kernels compiled elsewhere into that cache (fwp.prepare_cuda_scan,
 fwp.prepare_cuda_attention).
 """
 
+__version__ = "0.1.0"  # CMakeLists.txt's project(fwp VERSION ...)
+
 from . import nn
 from ._attention import attention
 from ._capi import LibraryNotFound
@@ -24,6 +26,6 @@ from ._dpfp import DPFP
 from ._prepare import (compiler_available, prepare_cuda_attention,
                        prepare_cuda_scan)
 
-__all__ = ["attention", "delta_rule", "delta_rule_step", "DPFP", "nn",
+__all__ = ["__version__", "attention", "delta_rule", "delta_rule_step", "DPFP", "nn",
            "LibraryNotFound", "compiler_available", "prepare_cuda_attention",
            "prepare_cuda_scan"]

@@ -19,10 +19,11 @@ import ctypes.util
 import os
 import threading
 
-EXPECTED_VERSION = 3
+EXPECTED_VERSION = 4
 
 _lock = threading.Lock()
 _library = None
+_library_path = None
 
 
 class LibraryNotFound(ImportError):
@@ -62,6 +63,8 @@ def _declare(lib):
     lib.fwp_last_error.argtypes = []
     lib.fwp_compiler_available.restype = ctypes.c_int
     lib.fwp_compiler_available.argtypes = []
+    lib.fwp_cache_directory.restype = ctypes.c_char_p
+    lib.fwp_cache_directory.argtypes = []
     call = ctypes.POINTER(CudaCall)
     lib.fwp_attention_create.restype = p
     lib.fwp_attention_create.argtypes = [cstr, cstr, cstr, i64, i64, i64,
@@ -101,7 +104,7 @@ def _declare(lib):
 
 def library():
     """The loaded libfwp.so; raises LibraryNotFound saying what is missing."""
-    global _library
+    global _library, _library_path
     with _lock:
         if _library is not None:
             return _library
@@ -122,6 +125,8 @@ def library():
                              f"needs {EXPECTED_VERSION})")
                 continue
             _library = lib
+            _library_path = (os.path.abspath(path) if os.path.sep in path
+                             else path)
             return lib
         raise LibraryNotFound(
             "fwp: cannot load libfwp.so, the compiler and runtime this "
@@ -202,3 +207,16 @@ def compiler_available():
     """Whether the loaded library compiles kernels (libfwp.so) or only
     loads them from the disk cache (libfwp_runtime.so)."""
     return bool(library().fwp_compiler_available())
+
+
+def library_path():
+    """Where the loaded library was found (a path, or the name the system's
+    library path resolved)."""
+    library()
+    return _library_path
+
+
+def cache_directory():
+    """The disk cache's directory as the library reads the environment;
+    None when the cache is off."""
+    return library().fwp_cache_directory().decode() or None

@@ -241,3 +241,30 @@ def test_a_missing_library_is_named(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     assert str(missing) in out and "no such file" in out
     assert "make build" in out
+
+
+def test_python_m_fwp_names_version_library_backends_and_cache(tmp_path):
+    """`python -m fwp` prints the version, the library it loaded, what it
+    can run on and where the disk cache is, as the environment says."""
+    import subprocess
+    env = dict(os.environ, FWP_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("FWP_CACHE", None)
+    out = subprocess.run([sys.executable, "-m", "fwp"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == f"fwp {fwp.__version__}"
+    library = lines[1].split()[1]
+    assert os.path.basename(library).startswith("libfwp")
+    assert "cpu" in lines[2].split(": ", 1)[1].split("; ")
+    assert lines[3] == f"cache: {tmp_path / 'cache'}"
+    env["FWP_CACHE"] = "off"
+    out = subprocess.run([sys.executable, "-m", "fwp"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[3].startswith("cache: off")
+
+
+def test_version_is_the_build_s():
+    """The package's version is the CMake project's."""
+    cmake = open(os.path.join(os.path.dirname(__file__), "..", "..",
+                              "CMakeLists.txt")).read()
+    assert f"project(fwp VERSION {fwp.__version__} " in cmake
