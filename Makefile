@@ -31,7 +31,7 @@ test: build
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_ENV = ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=1 \
                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-SANITIZE_OPENMP = cpu/|CpuScanGrad|CApi|FastWeights|GpuBundle|RuntimeOnly|FwpRun|DiskCache|lit/|python/
+SANITIZE_OPENMP = cpu/|CpuScanGrad|CApi|FastWeights|GpuBundle|RuntimeOnly|FwpRun|DiskCache|lit/|python/|NonFinite|install/
 # A disk cache of its own, emptied first: the sanitized compiler has the
 # same build id as the plain one, and kernels the plain build cached would
 # otherwise be loaded instead of compiled under the sanitizers.
