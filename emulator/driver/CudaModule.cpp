@@ -122,10 +122,9 @@ cuModuleGetFunction(Function **function, ModuleObject *module,
       return kSuccess;
     }
   auto registers = module->ptxasRegisters.find(name);
-  module->functions.push_back(std::make_unique<Function>(
-      Function{kernel, 0,
-               registers == module->ptxasRegisters.end() ? 0u
-                                                         : registers->second}));
+  module->functions.push_back(std::make_unique<Function>(Function{
+      kernel, 0,
+      registers == module->ptxasRegisters.end() ? 0u : registers->second}));
   *function = module->functions.back().get();
   return kSuccess;
 }
