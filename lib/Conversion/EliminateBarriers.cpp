@@ -62,8 +62,9 @@ class SideWalker {
 public:
   SideWalker(bool forward, Side &side) : forward(forward), side(side) {}
 
-  /// Adds the operations of `block` from `from` (exclusive) onward in the
-  /// walk's direction; true if every path reached a barrier.
+  /// Adds the operations of `block` from `from` to its end (forward), or
+  /// from before `from` to its start (backward); true if every path
+  /// reached a barrier.
   bool walkBlock(Block *block, Block::iterator from,
                  ArrayRef<Operation *> crossed) {
     SmallVector<Operation *> ops;
@@ -151,8 +152,8 @@ public:
 
   bool conflict(gpu::BarrierOp barrier, const Site &before, const Site &after) {
     this->barrier = barrier;
-    auto accessesBefore = accesses(before.op);
-    auto accessesAfter = accesses(after.op);
+    auto accessesBefore = memoryAccessesOf(before.op);
+    auto accessesAfter = memoryAccessesOf(after.op);
     if (!accessesBefore || !accessesAfter)
       return true;
     for (unsigned i = 0; i < accessesBefore->size(); ++i)
@@ -164,10 +165,6 @@ public:
   }
 
 private:
-  std::optional<SmallVector<MemoryAccess>> accesses(Operation *op) {
-    return memoryAccessesOf(op);
-  }
-
   bool conflict(const Site &beforeSite, const MemoryAccess &before,
                 unsigned beforeIndex, const Site &afterSite,
                 const MemoryAccess &after, unsigned afterIndex) {
