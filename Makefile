@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps build test sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean \
+.PHONY: all deps python-env build test sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean \
         equivalence capacity char-lm barrier-mutation
 
 all: build
@@ -12,12 +12,19 @@ all: build
 deps:
 	scripts/install-deps.sh
 
+# The Python the tests, benchmarks and examples run on: PyTorch 2.x and the
+# rest of python/requirements-test.txt, pinned, in a virtual environment
+# outside the clone that later runs reuse (scripts/python-env.sh).
+PYTHON = $(shell scripts/python-env.sh --path)
+python-env: deps
+	scripts/python-env.sh > /dev/null
+
 build: deps
 	cmake -G Ninja -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
-	scripts/run-tests.sh $(BUILD) $(JOBS)
+test: build python-env
+	FWP_PYTHON=$(PYTHON) scripts/run-tests.sh $(BUILD) $(JOBS)
 
 # The whole project with AddressSanitizer and UBSan (CMake's FWP_SANITIZE,
 # -O1 -g) in its own folder, then every test there. The first finding stops
@@ -62,21 +69,21 @@ demo: build
 bench: build
 	$(BUILD)/bin/fwp-bench --csv $(BUILD)/bench.csv
 
-# fwp's CPU forward against the chunked PyTorch forward, same run. Debian's
-# python3 is the one python3-torch is installed for.
-bench-cpu: build
-	/usr/bin/python3 bench/cpu_vs_pytorch.py --fwp-bench $(BUILD)/bin/fwp-bench --markdown $(BUILD)/cpu-vs-pytorch.md
+# fwp's CPU forward against the chunked PyTorch forward, same run (PyTorch
+# from python-env, on MKL).
+bench-cpu: build python-env
+	$(PYTHON) bench/cpu_vs_pytorch.py --fwp-bench $(BUILD)/bin/fwp-bench --markdown $(BUILD)/cpu-vs-pytorch.md
 
 # The same for a training step: forward, then backward (PyTorch's autograd).
-bench-cpu-training: build
-	/usr/bin/python3 bench/cpu_vs_pytorch.py --training --fwp-bench $(BUILD)/bin/fwp-bench --markdown $(BUILD)/cpu-vs-pytorch-training.md
+bench-cpu-training: build python-env
+	$(PYTHON) bench/cpu_vs_pytorch.py --training --fwp-bench $(BUILD)/bin/fwp-bench --markdown $(BUILD)/cpu-vs-pytorch-training.md
 
 # The one-command GPU check: every CUDA test case and benchmark shape
 # compiled here, with the float64 reference's answers and a runtime-only
 # runner, in one folder to copy to a machine with a GPU and run there with
 # `bash $(BUILD)/gpu-bundle/run.sh` (docs/compiled-modules.md).
 GPU_BUNDLE ?= $(BUILD)/gpu-bundle
-gpu-bundle: build
+gpu-bundle: build python-env
 	$(BUILD)/bin/fwp-gpu-bundle --out $(GPU_BUNDLE) --runner $(BUILD)/bin/fwp-gpu-check --conformance $(BUILD)/bin/fwp-ptx-conformance --script test/gpu-bundle/run.sh
 	@# The Python part, laid out as in the repository: the package on
 	@# libfwp_runtime.so, its CUDA tests, the fla benchmark, and the
@@ -87,21 +94,20 @@ gpu-bundle: build
 	cp test/python/test_cuda.py test/python/test_delta_rule.py test/python/test_package.py $(GPU_BUNDLE)/py/test/python/
 	cp examples/seeds_pytorch.py $(GPU_BUNDLE)/py/examples/
 	cp bench/gpu_vs_fla.py $(GPU_BUNDLE)/py/bench/
-	FWP_CACHE_DIR=$(GPU_BUNDLE)/py/kernel-cache /usr/bin/python3 test/gpu-bundle/prepare_kernels.py
+	FWP_CACHE_DIR=$(GPU_BUNDLE)/py/kernel-cache $(PYTHON) test/gpu-bundle/prepare_kernels.py
 	@echo "$(GPU_BUNDLE): $$(du -sh $(GPU_BUNDLE) | cut -f1), $$(grep -vc '^#' $(GPU_BUNDLE)/checks.txt) checks, $$(grep -vc '^#' $(GPU_BUNDLE)/bench.txt) benchmark shapes"
 
-# The seeds' experiments on fwp (examples/*/; README). Debian's python3 is
-# the one python3-torch is installed for.
+# The seeds' experiments on fwp (examples/*/; README).
 PLOTS ?= $(BUILD)/capacity
-equivalence: build
-	/usr/bin/python3 examples/equivalence/equivalence.py
+equivalence: build python-env
+	$(PYTHON) examples/equivalence/equivalence.py
 
-capacity: build
-	/usr/bin/python3 examples/capacity/capacity.py --plots $(PLOTS)
+capacity: build python-env
+	$(PYTHON) examples/capacity/capacity.py --plots $(PLOTS)
 
 # ARGS: e.g. ARGS="--text input.txt --steps 2000 --resume"
-char-lm: build
-	/usr/bin/python3 examples/char-lm/char_lm.py --out $(BUILD)/char-lm $(ARGS)
+char-lm: build python-env
+	$(PYTHON) examples/char-lm/char_lm.py --out $(BUILD)/char-lm $(ARGS)
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

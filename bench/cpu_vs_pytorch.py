@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """fwp's CPU forward against the chunked PyTorch forward, in one run.
 
     bench/cpu_vs_pytorch.py [--fwp-bench build/bin/fwp-bench] [--quick]
@@ -12,8 +12,8 @@ a training step on both sides: the forward, then the backward of a random
 dL/dy (fwp-bench --training; PyTorch's autograd through the chunked
 forward, gradients of x and of every weight). PyTorch's timings
 are medians of at least 3 runs and 0.5 s after a warm-up call, like
-fwp-bench's. Debian's PyTorch uses the BLAS that `libblas.so.3` points to:
-this script says which (OpenBLAS, not the reference BLAS, for a fair peer).
+fwp-bench's. The script says which BLAS PyTorch was built with (PyPI's
+wheels: MKL, never the reference BLAS, for a fair peer).
 
 The whole comparison runs --rounds times (default 3), fwp and PyTorch
 taking turns, and each figure is the best of its rounds: on a shared or
@@ -54,11 +54,12 @@ def median_ms(call, min_runs=3, min_seconds=0.5, max_seconds=5.0):
 
 
 def peer_ms(threads, training, steps, batch, d_model, heads, nu, rule):
-    """The peer's median in a process of its own: OpenBLAS sizes its thread
+    """The peer's median in a process of its own: the BLAS sizes its thread
     pool from the environment when it loads, which torch.set_num_threads
     does not change, and idle pool threads that spin would steal the core
     from a one-thread run."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(threads))
     shape = f"{steps},{batch},{d_model},{heads},{nu},{rule}"
     out = subprocess.run(
@@ -105,10 +106,13 @@ def fwp_rows(args, threads):
 
 
 def blas_in_use():
-    try:
-        return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
-    except OSError:
-        return "unknown"
+    """PyTorch's BLAS, as its build configuration names it."""
+    config = torch.__config__.show()
+    for name in ("BLAS_INFO=", "LAPACK_INFO="):
+        if name in config:
+            return "PyTorch " + torch.__version__ + ", " + \
+                config.split(name)[1].split(",")[0]
+    return "PyTorch " + torch.__version__ + ", BLAS unknown"
 
 
 def main():

@@ -3,16 +3,14 @@
 # Idempotent; works as root or through sudo.
 set -euo pipefail
 
-# python3-torch and friends are for the PyTorch peers of the benchmarks and
-# the Python tests; libopenblas0-pthread gives Debian's PyTorch a fast BLAS
-# (the default reference BLAS makes it about 5x slower). libomp5 is the
-# OpenMP runtime the CPU kernels run on every core with. bible-kjv gives
-# examples/char-lm its default text (the King James Bible, public domain).
+# python3-venv makes the Python tests' environment (PyTorch 2.x from PyPI:
+# scripts/python-env.sh). libomp5 is the OpenMP runtime the CPU kernels run
+# on every core with. bible-kjv gives examples/char-lm its default text
+# (the King James Bible, public domain).
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libfmt-dev libgtest-dev cmake ninja-build python3
-  python3-torch python3-numpy python3-pytest python3-matplotlib
-  libopenblas0-pthread libomp5 bible-kjv
+  python3-venv libomp5 bible-kjv
 )
 
 missing=()

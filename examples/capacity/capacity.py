@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Sum rule vs delta rule: how many key/value pairs a fast weight matrix
 holds -- seed 002's study, run through fwp's compiled scans.
 
-    /usr/bin/python3 examples/capacity/capacity.py [--plots DIR]
+    $(scripts/python-env.sh) examples/capacity/capacity.py [--plots DIR]
 
 The task (seed 002): an episode stores N pairs (k_t, v_t) and is then asked
 for the value of one of its keys. Raw keys share a bias direction b,

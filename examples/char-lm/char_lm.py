@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A character-level fast-weight transformer (the seeds' experiment, 001)
 trained on fwp's kernels, beside the same model on the seeds' PyTorch
 attention.
 
-    /usr/bin/python3 examples/char-lm/char_lm.py [--text FILE] [--steps N]
+    $(scripts/python-env.sh) examples/char-lm/char_lm.py [--text FILE] [--steps N]
         [--out DIR] [--resume] [--peer-steps N]
 
 The model is 001's FastWeightsAttentionTransformer: token embeddings,

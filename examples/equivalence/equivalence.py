@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Linear attention is a sum-rule fast-weight programmer; the delta rule is
 the seeds' step loop (shared/seeds/001, 002) -- checked through fwp's
 compiled kernels in float64.
 
-    /usr/bin/python3 examples/equivalence/equivalence.py [--steps 200]
+    $(scripts/python-env.sh) examples/equivalence/equivalence.py [--steps 200]
 
 1. Quadratic causal linear attention, y_i = sum_{j<=i} v_j <phi(k_j),
    phi(q_i)> (every key re-read at every step), against fwp's sum-rule scan
