@@ -23,11 +23,9 @@ def check_device(function, name, t):
              "choose which GPU that is)")
 
 
-def check_tensor(function, name, t, shape, dtype, like, contiguous=True,
-                 device=None):
+def check_tensor(function, name, t, shape, dtype, like, device=None):
     """`t` is a tensor of `shape` and `dtype` (that of the argument `like`)
-    on `device` (that of `like`; None: any device fwp runs on), contiguous
-    unless told otherwise."""
+    on `device` (that of `like`; None: any device fwp runs on)."""
     if not isinstance(t, torch.Tensor):
         fail(function, f"{name} is a {type(t).__name__}, expected a "
              "torch.Tensor", TypeError)
@@ -42,6 +40,3 @@ def check_tensor(function, name, t, shape, dtype, like, contiguous=True,
     if t.dtype != dtype:
         fail(function, f"{name} is {t.dtype}, expected {dtype} like {like}",
              TypeError)
-    if contiguous and not t.is_contiguous():
-        fail(function, f"{name} (shape {list(t.shape)}) is not contiguous; "
-             "fwp reads tensors in place, call .contiguous() first")

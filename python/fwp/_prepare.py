@@ -12,7 +12,7 @@ to the GPU machine:
 
 import torch
 
-from . import _attention, _capi, _scan
+from . import _capi, _kernels, _scan
 from ._checks import fail
 
 _CUDA = torch.device("cuda", 0)
@@ -22,14 +22,14 @@ def prepare_cuda_scan(dtype, d_key, d_value, *, rule="delta", dpfp=None,
                       chunk_size=None):
     """Compiles what fwp.delta_rule runs on CUDA tensors of `dtype` with q,
     k [.., K = d_key] and v [.., V = d_value] (forward and backward)."""
-    if dtype not in _attention._DTYPES:
+    if dtype not in _kernels.DTYPES:
         fail("prepare_cuda_scan", f"dtype {dtype}, expected float32, "
              "float64, bfloat16 or float16", TypeError)
-    if rule not in _attention.RULES:
+    if rule not in _kernels.RULES:
         fail("prepare_cuda_scan", f"rule is {rule!r}, expected 'delta' or "
              "'sum'")
     nu, eps, _ = _scan._feature_map("prepare_cuda_scan", dpfp, d_key)
-    _scan._scan(_CUDA, dtype, rule, d_key, d_value, nu, eps,
+    _kernels.scan(_CUDA, dtype, rule, d_key, d_value, nu, eps,
                 chunk_size or 0).prepare()
 
 
@@ -37,13 +37,13 @@ def prepare_cuda_attention(dtype, heads, d_model, *, nu=1, eps=1e-6,
                            rule="delta", chunk_size=None):
     """Compiles what fwp.attention (and fwp.nn.FastWeightsAttention) runs on
     CUDA tensors of `dtype`, forward and backward."""
-    if dtype not in _attention._DTYPES:
+    if dtype not in _kernels.DTYPES:
         fail("prepare_cuda_attention", f"dtype {dtype}, expected float32, "
              "float64, bfloat16 or float16", TypeError)
     if not isinstance(heads, int) or heads < 1 or d_model % heads:
         fail("prepare_cuda_attention", f"heads = {heads!r} does not divide "
              f"d_model = {d_model}")
-    _attention._kernel(_CUDA, dtype, rule, heads, d_model // heads, nu,
+    _kernels.attention(_CUDA, dtype, rule, heads, d_model // heads, nu,
                        float(eps), chunk_size or 0).prepare()
 
 

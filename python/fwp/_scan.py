@@ -1,6 +1,7 @@
 """The bare fast-weight scan, fla-style: `delta_rule` and `delta_rule_step`.
 
-On CPU tensors or CUDA tensors (cuda:0, in PyTorch's current stream).
+On CPU tensors or CUDA tensors (in PyTorch's current stream), through the
+custom operator torch.ops.fwp.scan (fwp._ops).
 Public layouts are fla's: q, k [B, T, H, K], v and o [B, T, H, V], beta
 [B, T, H], states [B, H, D, V] (D = K, or 2 K nu with DPFP). The kernels
 are compiled for that layout (the C ABI's "batch_first") and read and
@@ -11,115 +12,10 @@ is transposed (small) on the way in and viewed transposed on the way out.
 
 import torch
 
-from . import _capi
+from . import _ops
 from ._checks import check_device, check_tensor, fail
-from ._attention import _DTYPES, RULES
 from ._dpfp import DPFP
-
-
-
-class _Scan(_capi.Handle):
-    """One compiled scan description (fwp_scan); kept for the process.
-    CUDA scans run on the tensors' device in PyTorch's current stream."""
-
-    def __init__(self, backend, dtype, rule, d_input, d_value, nu, eps,
-                 chunk):
-        super().__init__("fwp_scan_create", "fwp_scan_destroy",
-                         backend.encode(), dtype.encode(), rule.encode(),
-                         b"batch_first", d_input, d_value, nu, eps, chunk)
-        self.cuda = backend == "cuda"
-
-    def _call(self, name, final_output, *args):
-        if self.cuda:
-            function = getattr(self.lib, name + "_cuda")
-            _capi.check(function(self.handle,
-                                 _capi.cuda_call(final_output.device),
-                                 *args))
-        else:
-            _capi.check(getattr(self.lib, name)(self.handle, *args))
-
-    def forward(self, steps, batch, heads, q, k, v, beta, initial, y, final):
-        self._call("fwp_scan_forward", final, steps, batch, heads, _ptr(q),
-                   _ptr(k), _ptr(v), _ptr(beta), _ptr(initial), _ptr(y),
-                   _ptr(final))
-
-    def backward(self, steps, batch, heads, inputs, dy, d_final, grads):
-        q, k, v, beta, initial = inputs
-        dq, dk, dv, dbeta, d_initial = grads
-        self._call("fwp_scan_backward", d_initial, steps, batch, heads,
-                   _ptr(q), _ptr(k), _ptr(v), _ptr(beta), _ptr(initial),
-                   _ptr(dy), _ptr(d_final), _ptr(dq), _ptr(dk), _ptr(dv),
-                   _ptr(dbeta), _ptr(d_initial))
-
-    def prepare(self):
-        """Compiles both directions now (or loads them from the disk
-        cache); needs no GPU."""
-        _capi.check(self.lib.fwp_scan_prepare(self.handle))
-
-
-def _ptr(t):
-    return None if t is None else t.data_ptr()
-
-
-def _scan(device, dtype, rule, d_input, d_value, nu, eps, chunk):
-    backend = "cuda" if device.type == "cuda" else "cpu"
-    return _capi.cached(_Scan, backend, _DTYPES[dtype], rule, d_input,
-                        d_value, nu, eps, chunk)
-
-
-def _rows(t, start, end):
-    """Steps start..end of a batch-first tensor (a view; contiguous for a
-    batch of one, the only case with several segments)."""
-    return None if t is None else t[:, start:end]
-
-
-def _state(t, index, batch):
-    """The states of `batch` sequences from index on (a view)."""
-    return None if t is None else t[index:index + batch]
-
-
-class _ScanFunction(torch.autograd.Function):
-    """The scan on batch-first tensors, over `segments` (start, end, state
-    index, batch): one kernel call each."""
-
-    @staticmethod
-    def forward(ctx, scan, segments, q, k, v, beta, initial, states):
-        ctx.set_materialize_grads(False)
-        heads = v.shape[2]
-        y = v.new_empty(v.shape)
-        final = v.new_empty(states)
-        for start, end, index, size in segments:
-            scan.forward(end - start, size, heads, _rows(q, start, end),
-                         _rows(k, start, end), _rows(v, start, end),
-                         _rows(beta, start, end), _state(initial, index, size),
-                         _rows(y, start, end), _state(final, index, size))
-        ctx.scan, ctx.segments, ctx.states = scan, segments, states
-        ctx.save_for_backward(q, k, v, beta, initial)
-        return y, final
-
-    @staticmethod
-    def backward(ctx, dy, d_final):
-        q, k, v, beta, initial = ctx.saved_tensors
-        heads = v.shape[2]
-        dy = torch.zeros_like(v) if dy is None else dy.contiguous()
-        if d_final is not None:
-            d_final = d_final.contiguous()
-        grads = [torch.empty_like(q), torch.empty_like(k),
-                 torch.empty_like(v),
-                 None if beta is None else torch.empty_like(beta),
-                 v.new_empty(ctx.states)]  # written even with no initial
-        for start, end, index, size in ctx.segments:
-            inputs = [_rows(q, start, end), _rows(k, start, end),
-                      _rows(v, start, end), _rows(beta, start, end),
-                      _state(initial, index, size)]
-            out = [_rows(g, start, end) for g in grads[:4]]
-            out.append(_state(grads[4], index, size))
-            ctx.scan.backward(end - start, size, heads, inputs,
-                              _rows(dy, start, end),
-                              _state(d_final, index, size), out)
-        d_initial = grads[4] if initial is not None else None
-        return (None, None, grads[0], grads[1], grads[2], grads[3], d_initial,
-                None)
+from ._kernels import DTYPES, RULES
 
 
 def _feature_map(function, dpfp, d_key):
@@ -135,10 +31,10 @@ def _feature_map(function, dpfp, d_key):
     return dpfp.nu, float(dpfp.eps), 2 * d_key * dpfp.nu
 
 
-def _segments(function, cu_seqlens, batch, steps):
-    """(start, end, state index, batch) per kernel call."""
+def _offsets(function, cu_seqlens, batch, steps):
+    """The checked offsets of cu_seqlens as a list ([] for None)."""
     if cu_seqlens is None:
-        return [(0, steps, 0, batch)]  # T = 0 too: the state passes
+        return []
     if batch != 1:
         fail(function, f"cu_seqlens packs sequences into a batch of one "
               f"(B = 1), but q has B = {batch}")
@@ -154,8 +50,7 @@ def _segments(function, cu_seqlens, batch, steps):
         if b <= a:
             fail(function, f"cu_seqlens is not increasing: offset {i + 1} is "
                   f"{b} after {a}")
-    return [(a, b, i, 1) for i, (a, b) in enumerate(zip(offsets,
-                                                         offsets[1:]))]
+    return offsets
 
 
 def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
@@ -169,7 +64,7 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
     if v.dim() != 4:
         fail(function, f"v has shape {list(v.shape)}, expected 4 "
               "dimensions")
-    if v.dtype not in _DTYPES:
+    if v.dtype not in DTYPES:
         fail(function, f"v is {v.dtype}; fwp runs float32, float64, "
               "bfloat16 or float16", TypeError)
     check_device(function, "v", v)
@@ -181,7 +76,6 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
                  device=v.device)
     check_tensor(function, "k", k, lead + (d_key,), v.dtype, "v",
                  device=v.device)
-    check_tensor(function, "v", v, v.shape, v.dtype, "v")
     if rule == "delta":
         if beta is None:
             fail(function, "the delta rule needs beta")
@@ -196,20 +90,20 @@ def _run(function, q, k, v, beta, rule, dpfp, initial_state, cu_seqlens,
               "int")
 
     batch, steps, heads = lead
-    segments = _segments(function, cu_seqlens, batch, steps)
-    sequences = len(segments) if cu_seqlens is not None else batch
-    states = (sequences, heads, d_value, d_feature)
+    offsets = _offsets(function, cu_seqlens, batch, steps)
+    sequences = len(offsets) - 1 if offsets else batch
     if initial_state is not None:
         check_tensor(function, "initial_state", initial_state,
                      (sequences, heads, d_feature, d_value), v.dtype, "v",
-                     contiguous=False, device=v.device)
+                     device=v.device)
         # The kernels' [V, D] order; no copy for a state fwp returned.
         initial_state = initial_state.transpose(-1, -2).contiguous()
-
-    scan = _scan(v.device, v.dtype, rule, d_key, d_value, nu, eps,
-                 chunk_size or 0)
-    y, final = _ScanFunction.apply(scan, segments, q, k, v, beta,
-                                   initial_state, states)
+    # The kernels read the tensors in place: a copy only where the strides
+    # are not the contiguous ones.
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    beta = None if beta is None else beta.contiguous()
+    y, final = _ops.scan(q, k, v, beta, initial_state, rule, nu, eps,
+                         chunk_size or 0, offsets)
     return y, final.transpose(-1, -2)
 
 
@@ -225,8 +119,10 @@ def delta_rule(q, k, v, beta=None, *, rule="delta", dpfp=None,
     sequences), zero if None. cu_seqlens: offsets [0, ..., T] of sequences
     packed into a batch of one, each scanned from its own state. Returns
     (o [B, T, H, V], final state [B or N, H, D, V] if output_final_state
-    else None); differentiable in q, k, v, beta and initial_state. No
-    scaling of q (fla scales by K^-0.5 by default: pass q * scale).
+    else None); differentiable in q, k, v, beta and initial_state. Any
+    strides (tensors that are not contiguous are copied). No scaling of q
+    (fla scales by K^-0.5 by default: pass q * scale, or call
+    fwp.fla.chunk_delta_rule, which has fla's semantics).
     """
     o, final = _run("delta_rule", q, k, v, beta, rule, dpfp, initial_state,
                     cu_seqlens, chunk_size)
