@@ -33,6 +33,11 @@ def main():
     what = ("compiles kernels" if compiles
             else "no compiler: CUDA kernels from the disk cache only")
     print(f"library: {_capi.library_path()} ({what})")
+    for skipped in _capi.passed_over():
+        print(f"not loaded: {skipped}")
+    if not compiles:
+        print("cannot: compile kernels, or run on the CPU (libfwp.so and "
+              "the MLIR/LLVM 22 libraries it needs: scripts/install-deps.sh)")
     backends = (["cpu"] if compiles else []) + [_cuda_backend()]
     print("backends: " + "; ".join(backends))
     print(f"cache: {_capi.cache_directory() or 'off (FWP_CACHE=off)'}")

@@ -1,8 +1,9 @@
 """ctypes binding of fwp's C ABI (include/fwp/CApi.h), loaded once.
 
-The library is looked for, in order: at $FWP_LIBRARY; in the build tree
-this package sits in (build/lib of the repository), libfwp.so then
-libfwp_runtime.so; on the system's library path. libfwp.so holds the
+The library is looked for, in order: at $FWP_LIBRARY; inside the package
+(fwp/lib, where `pip install` puts it); in the build tree this package sits
+in (build/lib of the repository); on the system's library path; each place
+libfwp.so first, then libfwp_runtime.so. libfwp.so holds the
 compiler as well as the runtime, so it needs the MLIR and LLVM 22 shared
 libraries (scripts/install-deps.sh installs them); libfwp_runtime.so needs
 neither and runs CUDA kernels found in the disk cache only (compiled where
@@ -24,6 +25,7 @@ EXPECTED_VERSION = 4
 _lock = threading.Lock()
 _library = None
 _library_path = None
+_passed_over = []  # (path, why) of the candidates tried before the loaded one
 
 
 class LibraryNotFound(ImportError):
@@ -36,7 +38,9 @@ def _candidates():
         return [explicit]
     here = os.path.dirname(os.path.abspath(__file__))
     repository = os.path.dirname(os.path.dirname(here))
-    paths = [os.path.join(repository, "build", "lib", name)
+    paths = [os.path.join(directory, name)
+             for directory in (os.path.join(here, "lib"),
+                               os.path.join(repository, "build", "lib"))
              for name in ("libfwp.so", "libfwp_runtime.so")]
     for name in ("fwp", "fwp_runtime"):
         found = ctypes.util.find_library(name)
@@ -127,6 +131,7 @@ def library():
             _library = lib
             _library_path = (os.path.abspath(path) if os.path.sep in path
                              else path)
+            _passed_over[:] = [t for t in tried if "(no such file)" not in t]
             return lib
         raise LibraryNotFound(
             "fwp: cannot load libfwp.so, the compiler and runtime this "
@@ -214,6 +219,13 @@ def library_path():
     library path resolved)."""
     library()
     return _library_path
+
+
+def passed_over():
+    """The libraries found but not loaded before the one in use, each with
+    why (e.g. libfwp.so without MLIR/LLVM 22 beside libfwp_runtime.so)."""
+    library()
+    return list(_passed_over)
 
 
 def cache_directory():
