@@ -4,13 +4,20 @@ JOBS  ?= $(shell nproc)
 PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps python-env build test sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean \
+.PHONY: all deps python-env build test fla-tests sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean \
         equivalence capacity char-lm barrier-mutation
 
 all: build
 
 deps:
 	scripts/install-deps.sh
+
+# fla's own delta-rule tests (tests/ops/test_delta.py, unchanged) against
+# fwp.fla on the CPU, fla's naive recurrence as the reference: needs a
+# checkout of fla at v0.5.2 in FLA_SOURCE (default .fla; test/fla/run.sh
+# says how), which CI machines cannot reach, so it is not part of `make test`.
+fla-tests: build python-env
+	test/fla/run.sh
 
 # The Python the tests, benchmarks and examples run on: PyTorch 2.x and the
 # rest of python/requirements-test.txt, pinned, in a virtual environment
