@@ -1,5 +1,11 @@
 """The seeds' modules (shared/seeds/001) on fwp's kernels.
 
+`FastWeightsAttentionTransformerLayer` and `FastWeightsAttentionTransformer`
+are the seeds' layer and stack, with `FeedForward` (labml's, which the seeds
+import): same signatures and parameter names, so the seeds' state dicts
+load. The seeds' layer makes `norm_self_attn` and does not apply it; so do
+these, so that a seeds' model gives the same numbers here.
+
 `FastWeightsAttention(heads, d_model, dropout_prob, phi)` has the seeds'
 signature, layout ([seq_len, batch, d_model]) and parameter names
 (`query.linear.weight`, `key.linear.weight`, `value.linear.weight`,
@@ -8,6 +14,8 @@ a state dict of the seeds' PyTorch module loads into it and gives the same
 outputs and gradients; the whole module runs as fwp's compiled forward and
 backward, with DPFP and the gate fused into the kernels.
 """
+
+import copy
 
 import torch
 from torch import nn
@@ -106,3 +114,83 @@ class FastWeightsAttention(nn.Module):
             self.interpolation_weight[0].linear.weight, self.output.weight,
             self.output.bias, heads=self.heads, nu=self.phi.nu,
             eps=self.phi.eps, rule=self.rule, chunk_size=self.chunk_size)
+
+
+class FeedForward(nn.Module):
+    """labml's position-wise feed-forward network (the seeds' FeedForward):
+    layer2(dropout(activation(layer1(x)))), or with is_gated the
+    activation times linear_v(x)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1,
+                 activation=nn.ReLU(), is_gated: bool = False,
+                 bias1: bool = True, bias2: bool = True,
+                 bias_gate: bool = True):
+        super().__init__()
+        self.layer1 = nn.Linear(d_model, d_ff, bias=bias1)
+        self.layer2 = nn.Linear(d_ff, d_model, bias=bias2)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = activation
+        self.is_gated = is_gated
+        if is_gated:
+            self.linear_v = nn.Linear(d_model, d_ff, bias=bias_gate)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g = self.activation(self.layer1(x))
+        x = g * self.linear_v(x) if self.is_gated else g
+        return self.layer2(self.dropout(x))
+
+
+class FastWeightsAttentionTransformerLayer(nn.Module):
+    """The seeds' transformer layer: x + dropout(attn(x)), then
+    x + dropout(feed_forward(norm_ff(x))). `norm_self_attn` exists, as in
+    the seeds, and is not applied."""
+
+    def __init__(self, *, d_model: int, attn: FastWeightsAttention,
+                 feed_forward: nn.Module, dropout_prob: float):
+        super().__init__()
+        self.size = d_model
+        self.attn = attn
+        self.feed_forward = feed_forward
+        self.dropout = nn.Dropout(dropout_prob)
+        self.norm_self_attn = nn.LayerNorm([d_model])
+        self.norm_ff = nn.LayerNorm([d_model])
+
+    def _after_attention(self, x, attn):
+        x = x + self.dropout(attn)
+        return x + self.dropout(self.feed_forward(self.norm_ff(x)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._after_attention(x, self.attn(x))
+
+    def step(self, x: torch.Tensor, state: torch.Tensor = None):
+        """One token [batch, d_model] and the attention's fast weights
+        (None: zero) -> (output, new state), as forward on T tokens."""
+        attn, state = self.attn.step(x, state)
+        return self._after_attention(x, attn), state
+
+
+class FastWeightsAttentionTransformer(nn.Module):
+    """The seeds' stack: n_layers copies of `layer` (fresh parameters
+    copied from it, as labml's clone_module_list), then a LayerNorm."""
+
+    def __init__(self, layer: FastWeightsAttentionTransformerLayer,
+                 n_layers: int):
+        super().__init__()
+        self.layers = nn.ModuleList([copy.deepcopy(layer)
+                                     for _ in range(n_layers)])
+        self.norm = nn.LayerNorm([layer.size])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+    def step(self, x: torch.Tensor, states=None):
+        """One token [batch, d_model] and each layer's state (None: zero)
+        -> (output, the new states)."""
+        states = states or [None] * len(self.layers)
+        new_states = []
+        for layer, state in zip(self.layers, states):
+            x, state = layer.step(x, state)
+            new_states.append(state)
+        return self.norm(x), new_states
