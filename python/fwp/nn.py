@@ -45,14 +45,20 @@ class FastWeightsAttention(nn.Module):
     """Fast-weight attention with the delta rule (or, as an option, the sum
     rule), the seeds' module on fwp's compiled kernels.
 
-    Input and output [seq_len, batch, d_model]; float32, float64, bfloat16
-    or float16 parameters and inputs, on the CPU. `dropout_prob` is kept for
-    the seeds' signature; like the seeds' module, the forward applies no
-    dropout.
+    Input and output [seq_len, batch, d_model], any strides; float32,
+    float64, bfloat16 or float16 parameters and inputs, on the CPU or CUDA.
+    `dropout_prob` is kept for the seeds' signature; like the seeds'
+    module, the forward applies no dropout.
+
+    With `context_parallel_group` (a torch.distributed group, or
+    torch.distributed.group.WORLD), x is this rank's segment of the
+    sequence and the scan runs context-parallel (fwp.distributed); the
+    projections then run in PyTorch around fwp's scan kernels.
     """
 
     def __init__(self, heads: int, d_model: int, dropout_prob: float,
-                 phi: DPFP, *, rule: str = "delta", chunk_size: int = None):
+                 phi: DPFP, *, rule: str = "delta", chunk_size: int = None,
+                 context_parallel_group=None):
         super().__init__()
         if not isinstance(phi, DPFP):
             raise TypeError("fwp.nn.FastWeightsAttention: phi is a "
@@ -80,6 +86,25 @@ class FastWeightsAttention(nn.Module):
         self.dropout = nn.Dropout(dropout_prob)
         self.rule = rule
         self.chunk_size = chunk_size
+        self.context_parallel_group = context_parallel_group
+
+    def _projections(self, x):
+        """q, k, v [batch, steps, heads, d_k] and beta [batch, steps,
+        heads] (None for the sum rule) of x [steps, batch, d_model], in
+        PyTorch (the fused kernels do this themselves)."""
+        steps, batch, _ = x.shape
+
+        def heads(w):
+            return torch.nn.functional.linear(x, w).view(
+                steps, batch, self.heads, -1).transpose(0, 1)
+
+        q, k, v = (heads(m.linear.weight)
+                   for m in (self.query, self.key, self.value))
+        beta = None
+        if self.rule == "delta":
+            beta = torch.sigmoid(
+                heads(self.interpolation_weight[0].linear.weight))[..., 0]
+        return q, k, v, beta
 
     def step(self, x: torch.Tensor, state: torch.Tensor = None):
         """One token, for decoding: x [batch, d_model] and the fast weights
@@ -88,26 +113,26 @@ class FastWeightsAttention(nn.Module):
         forward gives on the T tokens. The projections run in PyTorch, the
         state update in fwp's compiled scan."""
         batch = x.shape[0]
-
-        def heads(w):
-            return torch.nn.functional.linear(x, w).view(batch, self.heads,
-                                                         -1)
-
-        q, k, v = (heads(m.linear.weight)
-                   for m in (self.query, self.key, self.value))
-        beta = None
-        if self.rule == "delta":
-            beta = torch.sigmoid(
-                heads(self.interpolation_weight[0].linear.weight))[..., 0]
+        q, k, v, beta = (None if t is None else t[:, 0]
+                         for t in self._projections(x.unsqueeze(0)))
         if state is None:
             d_feature = 2 * self.d_k * self.phi.nu
             state = x.new_zeros(batch, self.heads, d_feature, self.d_k)
-        o, state = delta_rule_step(q.contiguous(), k.contiguous(),
-                                   v.contiguous(), beta, state,
-                                   rule=self.rule, dpfp=self.phi)
+        o, state = delta_rule_step(q, k, v, beta, state, rule=self.rule,
+                                   dpfp=self.phi)
         return self.output(o.reshape(batch, -1)), state
 
+    def _forward_context_parallel(self, x):
+        from . import distributed
+        steps, batch, _ = x.shape
+        o, _ = distributed.delta_rule(
+            *self._projections(x), group=self.context_parallel_group,
+            rule=self.rule, dpfp=self.phi, chunk_size=self.chunk_size)
+        return self.output(o.transpose(0, 1).reshape(steps, batch, -1))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.context_parallel_group is not None:
+            return self._forward_context_parallel(x)
         return attention(
             x, self.query.linear.weight, self.key.linear.weight,
             self.value.linear.weight,
