@@ -266,3 +266,31 @@ def test_version_is_the_build_s():
     cmake = open(os.path.join(os.path.dirname(__file__), "..", "..",
                               "CMakeLists.txt")).read()
     assert f"project(fwp VERSION {fwp.__version__} " in cmake
+
+
+def test_installed_package_falls_back_to_the_runtime_library(tmp_path):
+    """An installed package (libraries in fwp/lib, as `pip install` puts
+    them) whose libfwp.so cannot load, as without MLIR/LLVM 22, runs on
+    libfwp_runtime.so, and `python -m fwp` says what was passed over and
+    what it cannot do."""
+    import shutil
+    import subprocess
+    runtime = os.path.join(os.path.dirname(fwp._capi.library_path()),
+                           "libfwp_runtime.so")
+    if not os.path.exists(runtime):
+        pytest.skip(f"no {runtime} beside the loaded library")
+    package = tmp_path / "site" / "fwp"
+    shutil.copytree(os.path.dirname(fwp.__file__), package,
+                    ignore=shutil.ignore_patterns("__pycache__", "lib"))
+    (package / "lib").mkdir()
+    (package / "lib" / "libfwp.so").write_bytes(b"not a shared library")
+    shutil.copy(runtime, package / "lib")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FWP_LIBRARY", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    out = subprocess.run([sys.executable, "-m", "fwp"], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout
+    assert f"library: {package / 'lib' / 'libfwp_runtime.so'} (no compiler" \
+        in out
+    assert f"not loaded: {package / 'lib' / 'libfwp.so'}" in out
+    assert "cannot: compile kernels, or run on the CPU" in out
