@@ -85,6 +85,7 @@ cuModuleLoadDataEx(ModuleObject **module, const void *image,
           kJitInfoLogBufferSizeBytes);
   auto object = std::make_unique<ModuleObject>();
   object->module = std::move(parsed);
+  object->device = device;
   if (!settings().reportPath.empty())
     object->ptxasRegisters =
         ptxasRegisters(static_cast<const char *>(image), device->chip.sm);
@@ -124,7 +125,8 @@ cuModuleGetFunction(Function **function, ModuleObject *module,
   auto registers = module->ptxasRegisters.find(name);
   module->functions.push_back(std::make_unique<Function>(Function{
       kernel, 0,
-      registers == module->ptxasRegisters.end() ? 0u : registers->second}));
+      registers == module->ptxasRegisters.end() ? 0u : registers->second,
+      module->device}));
   *function = module->functions.back().get();
   return kSuccess;
 }
@@ -152,6 +154,16 @@ cuLaunchKernel(Function *function, unsigned gridX, unsigned gridY,
   if (!function)
     return kInvalidHandle;
   const Kernel &kernel = *function->kernel;
+  if (function->device != device) {
+    // A function belongs to the context that loaded its module (CUDA
+    // driver API: a module is loaded into the current context).
+    std::fprintf(stderr,
+                 "fwp PTX emulator: kernel %s: launched in device %d's "
+                 "context, loaded in device %d's\n",
+                 kernel.name.c_str(), device->ordinal,
+                 function->device->ordinal);
+    return kInvalidContext;
+  }
   if (extra || (!kernelParams && !kernel.parameters.empty())) {
     std::fprintf(stderr,
                  "fwp PTX emulator: kernel %s: launch without "

@@ -65,10 +65,14 @@ struct Function {
   const Kernel *kernel;
   unsigned maxDynamicShared = 0;
   unsigned ptxasRegisters = 0; // 0: not known
+  /// The device of the context its module was loaded in: a module belongs
+  /// to one context, and its functions launch there only.
+  const Device *device = nullptr;
 };
 
 struct ModuleObject {
   std::unique_ptr<Module> module;
+  const Device *device = nullptr; // whose context loaded it
   std::vector<std::unique_ptr<Function>> functions;
   std::map<std::string, unsigned> ptxasRegisters; // by kernel
 };

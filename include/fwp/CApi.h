@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 /* The version of this interface; bindings check it before anything else. */
-#define FWP_CAPI_VERSION 4
+#define FWP_CAPI_VERSION 5
 FWP_CAPI int fwp_capi_version(void);
 
 /* The message of the last failure on this thread ("" if none). Valid until
@@ -58,8 +58,9 @@ FWP_CAPI int fwp_compiler_available(void);
 FWP_CAPI const char *fwp_cache_directory(void);
 
 /* How a call on device buffers runs (the *_cuda functions): buffers are
- * addresses in the primary CUDA context of device 0 (where PyTorch's
- * tensors live); the work is issued on `stream` (a CUstream or
+ * addresses in the primary CUDA context of device `device` (an ordinal, as
+ * PyTorch's cuda:N, whose tensors live there); the modules are loaded
+ * there, once per device, and the work is issued on `stream` (a CUstream or
  * cudaStream_t; NULL: the legacy default stream). Scratch memory comes from
  * `alloc` and goes back through `release`, both with `user`, in the
  * stream's order (PyTorch's caching allocator is such an allocator); the
@@ -71,6 +72,7 @@ typedef struct fwp_cuda_call {
   uint64_t (*alloc)(void *user, uint64_t bytes);
   void (*release)(void *user, uint64_t ptr);
   void *user;
+  int64_t device;
 } fwp_cuda_call;
 
 typedef struct fwp_attention fwp_attention;

@@ -9,9 +9,11 @@
 
 #include "fwp/JIT/JIT.h"
 #include "fwp/JIT/Scan.h"
+#include "fwp/Runtime/Cuda.h"
 // The JIT library's own rule for the cache directory, not a copy of it.
 #include "../JIT/DiskCache.h"
 
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -95,6 +97,11 @@ fwp::rt::DeviceCall deviceCall(const fwp_cuda_call *call) {
   fwp::rt::DeviceCall device;
   if (!call)
     return device;
+  if (call->device < 0 || call->device > INT32_MAX)
+    throw std::invalid_argument("fwp_cuda_call's device is " +
+                                std::to_string(call->device) +
+                                ", expected a CUDA device ordinal (>= 0)");
+  device.device = static_cast<int>(call->device);
   device.stream = static_cast<fwp::rt::CUstream>(call->stream);
   if (call->alloc) {
     if (!call->release)
@@ -216,10 +223,12 @@ int fwp_attention_forward_cuda(const fwp_attention *attention,
                                const void *w_beta, const void *w_o,
                                const void *b_o, void *y) {
   return guarded("fwp_attention_forward_cuda", [&] {
+    fwp::rt::DeviceCall device = deviceCall(call);
+    fwp::rt::DeviceScope scope(device.device);
     if (!attention)
       throw std::invalid_argument("the module is NULL");
     attention->kernel->forwardOnDevice(seq_len, batch, x, w_q, w_k, w_v, w_beta,
-                                       w_o, b_o, y, deviceCall(call));
+                                       w_o, b_o, y, device);
   });
 }
 
@@ -232,11 +241,13 @@ int fwp_attention_backward_cuda(const fwp_attention *attention,
                                 void *dw_q, void *dw_k, void *dw_v,
                                 void *dw_beta, void *dw_o, void *db_o) {
   return guarded("fwp_attention_backward_cuda", [&] {
+    fwp::rt::DeviceCall device = deviceCall(call);
+    fwp::rt::DeviceScope scope(device.device);
     if (!attention)
       throw std::invalid_argument("the module is NULL");
-    attention->kernel->backwardOnDevice(
-        seq_len, batch, x, w_q, w_k, w_v, w_beta, w_o, b_o, dy, dx, dw_q, dw_k,
-        dw_v, dw_beta, dw_o, db_o, deviceCall(call));
+    attention->kernel->backwardOnDevice(seq_len, batch, x, w_q, w_k, w_v,
+                                        w_beta, w_o, b_o, dy, dx, dw_q, dw_k,
+                                        dw_v, dw_beta, dw_o, db_o, device);
   });
 }
 
@@ -286,11 +297,12 @@ int fwp_scan_forward_cuda(const fwp_scan *scan, const fwp_cuda_call *call,
                           const void *beta, const void *initial_state, void *y,
                           void *final_state) {
   return guarded("fwp_scan_forward_cuda", [&] {
+    fwp::rt::DeviceCall device = deviceCall(call);
+    fwp::rt::DeviceScope scope(device.device);
     if (!scan)
       throw std::invalid_argument("the scan is NULL");
     scan->scan->forwardOnDevice(seq_len, batch, heads, q, k, v, beta,
-                                initial_state, y, final_state,
-                                deviceCall(call));
+                                initial_state, y, final_state, device);
   });
 }
 
@@ -302,11 +314,13 @@ int fwp_scan_backward_cuda(const fwp_scan *scan, const fwp_cuda_call *call,
                            void *dk, void *dv, void *dbeta,
                            void *d_initial_state) {
   return guarded("fwp_scan_backward_cuda", [&] {
+    fwp::rt::DeviceCall device = deviceCall(call);
+    fwp::rt::DeviceScope scope(device.device);
     if (!scan)
       throw std::invalid_argument("the scan is NULL");
     scan->scan->backwardOnDevice(seq_len, batch, heads, q, k, v, beta,
                                  initial_state, dy, d_final_state, dq, dk, dv,
-                                 dbeta, d_initial_state, deviceCall(call));
+                                 dbeta, d_initial_state, device);
   });
 }
 

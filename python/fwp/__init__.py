@@ -11,7 +11,7 @@ the bare scan with fla's interface (states, packed sequences) and
 `fwp.delta_rule_step` one step of it, for decoding; `fwp.fla` has fla's
 `chunk_delta_rule` and `fused_recurrent_delta_rule` with fla's semantics
 (scale, float32 states), a drop-in. CPU tensors and CUDA
-tensors (cuda:0, in the current stream) both work. Kernels are compiled on
+tensors (any cuda:N, in its current stream) both work. Kernels are compiled on
 first use by libfwp.so (the fwp build's C ABI) and kept in fwp's disk cache
 (~/.cache/fwp); on a machine without the compiler, libfwp_runtime.so runs
 CUDA kernels compiled elsewhere into that cache (fwp.prepare_cuda_scan,

@@ -20,7 +20,7 @@ import ctypes.util
 import os
 import threading
 
-EXPECTED_VERSION = 4
+EXPECTED_VERSION = 5
 
 _lock = threading.Lock()
 _library = None
@@ -56,7 +56,8 @@ class CudaCall(ctypes.Structure):
 _ALLOC = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64)
 _RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64)
 CudaCall._fields_ = [("stream", ctypes.c_void_p), ("alloc", _ALLOC),
-                     ("release", _RELEASE), ("user", ctypes.c_void_p)]
+                     ("release", _RELEASE), ("user", ctypes.c_void_p),
+                     ("device", ctypes.c_int64)]
 
 
 def _declare(lib):
@@ -181,10 +182,12 @@ def cached(cls, *key):
         return handle
 
 
-def _torch_alloc(_user, size):
+def _torch_alloc(user, size):
+    """`user` is the device's ordinal (as a pointer-sized integer)."""
     import torch
     try:
-        return torch.cuda.caching_allocator_alloc(int(size), device=0)
+        return torch.cuda.caching_allocator_alloc(int(size),
+                                                  device=int(user or 0))
     except Exception:  # out of memory: the C side reports it, naming size
         return 0
 
@@ -200,12 +203,14 @@ _release_callback = _RELEASE(_torch_release)
 
 
 def cuda_call(device):
-    """The fwp_cuda_call of a call on tensors on `device` (cuda:0): the
-    current stream, PyTorch's caching allocator."""
+    """The fwp_cuda_call of a call on tensors on `device` (cuda:N): that
+    device, its current stream, PyTorch's caching allocator on it."""
     import torch
+    index = device.index if device.index is not None else \
+        torch.cuda.current_device()
     stream = torch.cuda.current_stream(device).cuda_stream
     return ctypes.byref(CudaCall(stream, _alloc_callback, _release_callback,
-                                 None))
+                                 index, index))
 
 
 def compiler_available():

@@ -10,17 +10,10 @@ def fail(function, message, error=ValueError):
 
 
 def check_device(function, name, t):
-    """`t` is on a device fwp runs on: the CPU, or the first CUDA device
-    (whose primary context fwp's runtime uses)."""
-    if t.device.type == "cpu":
-        return
-    if t.device.type != "cuda":
+    """`t` is on a device fwp runs on: the CPU or a CUDA device."""
+    if t.device.type not in ("cpu", "cuda"):
         fail(function, f"{name} is on {t.device}; fwp runs on the CPU and on "
              "CUDA devices")
-    if t.device.index not in (None, 0):
-        fail(function, f"{name} is on {t.device}; fwp's runtime uses the "
-             "first CUDA device only (cuda:0; set CUDA_VISIBLE_DEVICES to "
-             "choose which GPU that is)")
 
 
 def check_tensor(function, name, t, shape, dtype, like, device=None):

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 namespace fwp::rt {
@@ -34,17 +37,39 @@ bool boundDriverQuietly() {
 // Context
 //===----------------------------------------------------------------------===//
 
-Context::Context() {
+Context::Context(int ordinal) {
   const Driver &d = driver();
-  checkCuda(d.cuDeviceGet(&device_, 0), "cuDeviceGet");
+  checkCuda(d.cuDeviceGet(&device_, ordinal),
+            fmt::format("cuDeviceGet (device {})", ordinal).c_str());
   checkCuda(d.cuDevicePrimaryCtxRetain(&context_, device_),
             "cuDevicePrimaryCtxRetain");
 }
 
-Context &Context::primary() {
-  static Context context; // thread-safe; retried if the constructor throws
-  return context;
+Context &Context::forDevice(int ordinal) {
+  // Made on first use and kept for the process, like the primary
+  // contexts they retain; a failed construction is retried next time.
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<Context>> contexts;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &context = contexts[ordinal];
+  if (!context)
+    context.reset(new Context(ordinal));
+  return *context;
 }
+
+Context &Context::primary() { return forDevice(DeviceScope::current()); }
+
+namespace {
+thread_local int currentOrdinal = 0;
+} // namespace
+
+DeviceScope::DeviceScope(int ordinal) : previous_(currentOrdinal) {
+  currentOrdinal = ordinal;
+}
+
+DeviceScope::~DeviceScope() { currentOrdinal = previous_; }
+
+int DeviceScope::current() { return currentOrdinal; }
 
 void Context::makeCurrent() const {
   checkCuda(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");

@@ -60,6 +60,8 @@ CudaPlanDevice::fromDirectory(const std::string &dir,
 }
 
 CudaPlanDevice::~CudaPlanDevice() {
+  // Modules and memory go in the context they were made in.
+  DeviceScope scope(ordinal_);
   if (!buffers_.empty() && pending_) {
     try {
       synchronize();
@@ -67,6 +69,9 @@ CudaPlanDevice::~CudaPlanDevice() {
       // The buffers are freed regardless; cuMemFree waits for the device.
     }
   }
+  buffers_.clear();
+  functions_.clear();
+  modules_.clear();
 }
 
 void CudaPlanDevice::loadModule(const std::string &name, const std::string &ptx,
@@ -307,16 +312,18 @@ std::unique_ptr<DevicePlan> DevicePlan::load(const std::string &dir) {
   return std::make_unique<DevicePlan>(std::move(plan), std::move(ptx));
 }
 
-CudaPlanDevice &DevicePlan::device() const {
-  if (!loaded_)
-    loaded_ = std::make_unique<CudaPlanDevice>(ptx_);
-  return *loaded_;
+CudaPlanDevice &DevicePlan::device(int ordinal) const {
+  std::unique_ptr<CudaPlanDevice> &loaded = loaded_[ordinal];
+  if (!loaded)
+    loaded = std::make_unique<CudaPlanDevice>(ptx_);
+  return *loaded;
 }
 
 void DevicePlan::run(const std::vector<BufferRef> &args,
                      const DeviceCall &call) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  CudaCallDevice device(this->device(), call);
+  DeviceScope scope(call.device);
+  CudaCallDevice device(this->device(call.device), call);
   PlanRun run(plan_, device);
   run.run(args);
 }

@@ -175,3 +175,19 @@ def test_module_matches_the_seeds_module_on_the_gpu(steps, batch, heads,
         if rule == "sum" and name.startswith("interpolation_weight"):
             continue
         assert relative_error(grad.cpu(), expected[name]) < 1e-4, name
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2,
+                    reason="fewer than two CUDA GPUs")
+def test_second_gpu_matches_the_recurrence_and_the_first():
+    """Tensors on cuda:1: the runtime loads the modules there (and on
+    cuda:0 for the second call); both match the float64 recurrence."""
+    tensors = inputs(2, 40, 2, 4, 4, "delta", 1, True)
+    want, want_final = recurrence(*tensors[:4], "delta", 1, tensors[4])
+    for device in (torch.device("cuda", 1), CUDA):
+        q, k, v, beta, h0 = [t.to(device, torch.float32) for t in tensors]
+        o, final = fwp.delta_rule(q, k, v, beta, dpfp=fwp.DPFP(1),
+                                  initial_state=h0, output_final_state=True)
+        assert o.device == device and final.device == device
+        assert relative_error(o.cpu(), want) < 1e-5
+        assert relative_error(final.cpu(), want_final) < 1e-5

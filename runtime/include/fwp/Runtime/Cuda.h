@@ -34,11 +34,16 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-/// The primary context of device 0, retained for the life of the process.
+/// A device's primary context, retained for the life of the process.
 class Context {
 public:
-  /// Loads the driver and retains the context on first use; thread-safe.
+  /// The primary context of the device this thread works on (DeviceScope;
+  /// device 0 unless told otherwise). Loads the driver and retains the
+  /// context on first use; thread-safe.
   static Context &primary();
+  /// The primary context of device `ordinal`; throws CudaError naming the
+  /// device if there is no such device.
+  static Context &forDevice(int ordinal);
 
   void makeCurrent() const;
   /// Waits for all work on the device (cuCtxSynchronize).
@@ -56,12 +61,30 @@ public:
   Context &operator=(const Context &) = delete;
 
 private:
-  Context();
+  explicit Context(int ordinal);
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
 };
 
-/// The driver, with the primary context current on this thread.
+/// The device (ordinal) whose primary context this thread's runtime calls
+/// use, for the scope's lifetime: frameworks' tensors live on any of a
+/// machine's GPUs, and modules and memory belong to one device's context.
+class DeviceScope {
+public:
+  explicit DeviceScope(int ordinal);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope &) = delete;
+  DeviceScope &operator=(const DeviceScope &) = delete;
+
+  /// The ordinal of the innermost scope on this thread (0 outside any).
+  static int current();
+
+private:
+  int previous_;
+};
+
+/// The driver, with the primary context of DeviceScope::current() current
+/// on this thread.
 const Driver &boundDriver();
 /// Like boundDriver(), for destructors: false if the driver is unusable.
 bool boundDriverQuietly();

@@ -26,9 +26,11 @@
 
 namespace fwp::rt {
 
-/// A PlanDevice on the primary CUDA context (Cuda.h). Work is issued in
-/// order on one stream (by default the legacy default stream, which orders
-/// it with other blocking streams, e.g. PyTorch's default stream).
+/// A PlanDevice on the primary CUDA context of the device current when it is
+/// made (DeviceScope; Cuda.h), which its modules and memory belong to. Work
+/// is issued in order on one stream (by default the legacy default stream,
+/// which orders it with other blocking streams, e.g. PyTorch's default
+/// stream).
 class CudaPlanDevice : public PlanDevice {
 public:
   /// Loads each module's PTX (module name -> PTX text). Throws CudaError
@@ -67,6 +69,7 @@ private:
   void loadModule(const std::string &name, const std::string &ptx,
                   const std::string &sourceName);
 
+  int ordinal_ = DeviceScope::current();
   CUstream stream_ = nullptr;
   std::map<std::string, Module> modules_;
   std::map<std::pair<std::string, std::string>, CUfunction> functions_;
@@ -143,6 +146,7 @@ private:
 /// scratch comes from cuMemAlloc and the call waits for its work before
 /// freeing it.
 struct DeviceCall {
+  int device = 0;            // the device (ordinal) of the call's memory
   CUstream stream = nullptr; // nullptr: the legacy default stream
   /// `bytes` (> 0) of device memory, usable in `stream`'s order; 0 if
   /// there is none (the call then fails naming the size).
@@ -199,9 +203,10 @@ private:
   std::map<uint64_t, std::unique_ptr<DeviceScratch>> scratch_;
 };
 
-/// A launch plan and its modules' PTX, loaded on the GPU on the first run,
-/// so that making one (e.g. from the disk cache) needs no GPU. Runs may come
-/// from several threads; they are serialised.
+/// A launch plan and its modules' PTX, loaded on a GPU on the first run
+/// there (each device loads its own copy), so that making one (e.g. from
+/// the disk cache) needs no GPU. Runs may come from several threads; they
+/// are serialised.
 class DevicePlan {
 public:
   DevicePlan(Plan plan, std::map<std::string, std::string> ptx);
@@ -225,12 +230,13 @@ public:
   const Plan &plan() const { return plan_; }
 
 private:
-  CudaPlanDevice &device() const;
+  /// The modules loaded on device `ordinal` (loaded on first use).
+  CudaPlanDevice &device(int ordinal) const;
 
   Plan plan_;
   std::map<std::string, std::string> ptx_;
   mutable std::mutex mutex_;
-  mutable std::unique_ptr<CudaPlanDevice> loaded_;
+  mutable std::map<int, std::unique_ptr<CudaPlanDevice>> loaded_;
 };
 
 } // namespace fwp::rt
