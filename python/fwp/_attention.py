@@ -50,7 +50,6 @@ def _check_arguments(x, weights, heads, nu, eps, rule):
     for name, t, shape in zip(("w_q", "w_k", "w_v", "w_beta", "w_o", "b_o"),
                               weights, shapes):
         _check_tensor(name, t, shape, x.dtype, x.device)
-    return d_head
 
 
 def attention(x, w_q, w_k, w_v, w_beta, w_o, b_o, *, heads, nu=1, eps=1e-6,
@@ -66,7 +65,7 @@ def attention(x, w_q, w_k, w_v, w_beta, w_o, b_o, *, heads, nu=1, eps=1e-6,
     only; under the sum rule its gradient is zero.
     """
     weights = (w_q, w_k, w_v, w_beta, w_o, b_o)
-    d_head = _check_arguments(x, weights, heads, nu, eps, rule)
+    _check_arguments(x, weights, heads, nu, eps, rule)
     if chunk_size is not None and (not isinstance(chunk_size, int) or
                                    chunk_size < 1):
         _fail(f"chunk_size = {chunk_size!r}, expected a positive int")
