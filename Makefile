@@ -50,7 +50,7 @@ SANITIZE_OPENMP = cpu/|CpuScanGrad|CApi|FastWeights|GpuBundle|RuntimeOnly|FwpRun
 # same build id as the plain one, and kernels the plain build cached would
 # otherwise be loaded instead of compiled under the sanitizers.
 SANITIZE_CACHE = $(abspath $(SANITIZE_BUILD))/kernel-cache
-sanitize: deps
+sanitize: deps python-env
 	cmake -G Ninja -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFWP_SANITIZE=ON
 	$(SANITIZE_ENV) cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	rm -rf $(SANITIZE_CACHE)
