@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LayoutChecker.h"
+
 #include "fwp/Dialect/FwpOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -24,78 +26,6 @@ using namespace fwp;
 #include "fwp/Dialect/FwpOps.cpp.inc"
 
 namespace {
-
-/// Binds named dimension sizes across the tensors of one op and reports the
-/// first disagreement, naming both tensors.
-class LayoutChecker {
-public:
-  explicit LayoutChecker(Operation *op) : op(op) {}
-
-  /// Checks that `value` is a tensor of the given layout (one name per
-  /// dimension) whose element type agrees with the tensors seen so far.
-  LogicalResult check(StringRef tensorName, Value value,
-                      ArrayRef<StringRef> layout) {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (type.getRank() != static_cast<int64_t>(layout.size()))
-      return op->emitOpError()
-             << "'" << tensorName << "' must have rank " << layout.size()
-             << " [" << llvm::join(layout, ", ") << "], got " << type;
-    if (failed(checkElementType(tensorName, type)))
-      return failure();
-    for (auto [dim, name] : llvm::enumerate(layout))
-      if (failed(bind(name, type.getDimSize(dim), tensorName, dim)))
-        return failure();
-    return success();
-  }
-
-  /// Binds `name` to `size` (ignored when dynamic), or checks it against an
-  /// earlier binding.
-  LogicalResult bind(StringRef name, int64_t size, StringRef tensorName,
-                     size_t dim) {
-    if (ShapedType::isDynamic(size))
-      return success();
-    auto [it, inserted] =
-        sizes.try_emplace(name, Binding{size, tensorName.str()});
-    if (inserted || it->second.size == size)
-      return success();
-    return op->emitOpError()
-           << "'" << tensorName << "' dimension " << dim << " (" << name
-           << ") is " << size << ", but '" << it->second.source << "' gives "
-           << name << " = " << it->second.size;
-  }
-
-  /// The static size bound to `name`, if any.
-  std::optional<int64_t> lookup(StringRef name) const {
-    auto it = sizes.find(name);
-    if (it == sizes.end())
-      return std::nullopt;
-    return it->second.size;
-  }
-
-private:
-  LogicalResult checkElementType(StringRef tensorName, RankedTensorType type) {
-    if (!elementType) {
-      elementType = type.getElementType();
-      elementSource = tensorName.str();
-      return success();
-    }
-    if (type.getElementType() == elementType)
-      return success();
-    return op->emitOpError()
-           << "'" << tensorName << "' has element type "
-           << type.getElementType() << ", but '" << elementSource << "' has "
-           << elementType << "; all tensors of the op share one element type";
-  }
-
-  struct Binding {
-    int64_t size;
-    std::string source;
-  };
-  Operation *op;
-  Type elementType;
-  std::string elementSource;
-  llvm::StringMap<Binding> sizes;
-};
 
 /// Checks the DPFP hyper-parameters; `d` is the input vector size if known.
 LogicalResult verifyDpfpParams(Operation *op, int64_t nu, double eps,
@@ -172,18 +102,6 @@ LogicalResult GateOp::verify() {
 //===----------------------------------------------------------------------===//
 // ScanOp
 //===----------------------------------------------------------------------===//
-
-/// The dimension names of a scan's per-step tensor whose last dimension is
-/// `last` (none for beta): [T, B, H, last], or [B, T, H, last] batch first.
-template <typename ScanLikeOp>
-static SmallVector<StringRef> stepLayout(ScanLikeOp op, StringRef last = "") {
-  SmallVector<StringRef> names = {"seq_len", "batch", "heads"};
-  if (op.getBatchFirst())
-    std::swap(names[0], names[1]);
-  if (!last.empty())
-    names.push_back(last);
-  return names;
-}
 
 /// The operands a scan and its gradient share: rule and beta, DPFP
 /// attributes, q, k, v, beta and the initial state.

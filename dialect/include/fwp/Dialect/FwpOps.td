@@ -318,4 +318,6 @@ def Fwp_AttentionGradOp : Fwp_Op<"attention_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "fwp/Dialect/FwpChunkOps.td"
+
 #endif // FWP_DIALECT_FWPOPS_TD

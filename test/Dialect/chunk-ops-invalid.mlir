@@ -1,0 +1,66 @@
+// Every verifier message of the chunked scan's stages, once each.
+// RUN: fwp-opt %s -split-input-file -verify-diagnostics
+
+func.func @chunk_size(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+                      %b: tensor<40x2x4xf32>) {
+  // expected-error @+1 {{chunk_size must be at least 1, got 0}}
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 0
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @wy_result(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+                     %b: tensor<40x2x4xf32>) {
+  // expected-error @+1 {{'wt' dimension 3 (D) is 16, but 'k' gives D = 32}}
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x16xf32>, tensor<40x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_count(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>) {
+  // expected-error @+1 {{'h' dimension 2 (chunks) is 2, but 'seq_len / chunk_size' gives chunks = 3}}
+  %h, %u, %final = fwp.chunk_states %k, %v chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x2x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @initial_state(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+                         %s0: tensor<2x4x32x8xf32>) {
+  // expected-error @+1 {{'initial' dimension 2 (d_v) is 32, but 'values' gives d_v = 8}}
+  %h, %u, %final = fwp.chunk_states %k, %v initial(%s0 : tensor<2x4x32x8xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @output_layout(%q: tensor<2x40x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                         %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>) {
+  // expected-error @+1 {{'k' dimension 0 (seq_len) is 40, but 'q' gives seq_len = 2}}
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<2x40x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @output_element_type(%q: tensor<40x2x4x32xf32>,
+    %k: tensor<40x2x4x32xf32>, %u: tensor<40x2x4x8xf32>,
+    %h: tensor<2x4x3x8x32xf64>) {
+  // expected-error @+1 {{'h' has element type 'f64', but 'q' has 'f32'; all tensors of the op share one element type}}
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf64> -> tensor<40x2x4x8xf32>
+  return
+}

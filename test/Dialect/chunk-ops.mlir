@@ -1,0 +1,41 @@
+// The chunked scan's stages round-trip, in the custom and the generic form.
+// RUN: fwp-opt %s -split-input-file | fwp-opt -split-input-file | FileCheck %s
+// RUN: fwp-opt %s -split-input-file -mlir-print-op-generic \
+// RUN:   | fwp-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func @delta_stages
+// CHECK: %[[WT:.*]], %[[UT:.*]] = fwp.chunk_wy %{{.*}}, %{{.*}}, %{{.*}} chunk_size = 16
+// CHECK: %[[H:.*]], %[[U:.*]], %{{.*}} = fwp.chunk_states %{{.*}}, %[[UT]] wt(%[[WT]] : tensor<40x2x4x32xf32>) chunk_size = 16
+// CHECK: fwp.chunk_output %{{.*}}, %{{.*}}, %[[U]], %[[H]] chunk_size = 16
+func.func @delta_stages(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                        %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y, %final : tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// The sum rule writes its values as they are: no WY form, no `wt`.
+// CHECK-LABEL: func @sum_stages_batch_first
+// CHECK: fwp.chunk_states %{{.*}}, %{{.*}} initial(%{{.*}} : tensor<2x4x8x32xf64>) chunk_size = 64 batch_first
+// CHECK: fwp.chunk_output {{.*}} chunk_size = 64 batch_first
+func.func @sum_stages_batch_first(%q: tensor<2x?x4x32xf64>,
+    %k: tensor<2x?x4x32xf64>, %v: tensor<2x?x4x8xf64>,
+    %s0: tensor<2x4x8x32xf64>) -> tensor<2x?x4x8xf64> {
+  %h, %u, %final = fwp.chunk_states %k, %v initial(%s0 : tensor<2x4x8x32xf64>)
+      chunk_size = 64 batch_first : tensor<2x?x4x32xf64>, tensor<2x?x4x8xf64>
+      -> tensor<2x4x?x8x32xf64>, tensor<2x?x4x8xf64>, tensor<2x4x8x32xf64>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 64 batch_first
+      : tensor<2x?x4x32xf64>, tensor<2x?x4x32xf64>, tensor<2x?x4x8xf64>,
+        tensor<2x4x?x8x32xf64> -> tensor<2x?x4x8xf64>
+  return %y : tensor<2x?x4x8xf64>
+}
