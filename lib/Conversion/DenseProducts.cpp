@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -198,7 +199,11 @@ linalg::LinalgOp product(ImplicitLocOpBuilder &b, Value lhs, Value rhs,
 DenseLayers collectDenseLayers(Operation *root) {
   DenseLayers layers;
   root->walk([&](linalg::GenericOp op) {
-    if (isInsideKernel(op))
+    // A dense layer runs once per call, at the function's top level. A
+    // contraction inside a loop (the chunk stages' tiles) is not one: its
+    // right operand may change from one iteration to the next, and the
+    // rewrites lay W out once.
+    if (isInsideKernel(op) || op->getParentOfType<LoopLikeOpInterface>())
       return;
     if (std::optional<DenseProduct> p = matchDenseProduct(op))
       layers.products.emplace_back(op, *p);

@@ -53,7 +53,7 @@ void initializeLlvmOnce() {
 }
 
 void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling,
-           const std::string &dumpDirectory,
+           bool chunkStages, const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
     fail("building the module", diagnostics.text());
@@ -63,6 +63,7 @@ void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling,
   CpuPipelineOptions options;
   options.chunkSize = chunkSize;
   options.gpuTiling = gpuTiling;
+  options.chunkStages = chunkStages;
   buildFwpToCpuPipeline(pm, options);
   dumpEveryStage(pm, module, dumpDirectory);
   if (failed(pm.run(module)))
@@ -223,7 +224,8 @@ std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   function_ref<void(ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
-                  const std::string &dumpDirectory, bool gpuTiling) {
+                  const std::string &dumpDirectory, bool gpuTiling,
+                  bool chunkStages) {
   initializeLlvmOnce();
   Failure fail(what);
   std::vector<std::pair<std::string, double>> stages;
@@ -231,8 +233,8 @@ compileCpuLibrary(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, gpuTiling, dumpDirectory, compile.diagnostics(),
-        fail);
+  lower(*module, chunkSize, gpuTiling, chunkStages, dumpDirectory,
+        compile.diagnostics(), fail);
   stages.emplace_back("passes", secondsSince(start));
 
   start = Clock::now();
@@ -311,7 +313,8 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, /*gpuTiling=*/false, dumpDirectory,
+  lower(*module, chunkSize, /*gpuTiling=*/false, /*chunkStages=*/false,
+        dumpDirectory,
         compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);

@@ -89,10 +89,16 @@ FwpTileScanOptions gpuTileScan(int64_t chunkSize, std::string stateMemory,
 } // namespace
 
 void buildFwpToLoopsPipeline(OpPassManager &pm,
-                             const FwpTileScanOptions &tileScan) {
+                             const FwpTileScanOptions &tileScan,
+                             bool chunkStages) {
   pm.addPass(createFwpWidenStorage());
   pm.addPass(createFwpDecomposeAttention());
-  pm.addPass(createFwpFuseDpfp());
+  if (chunkStages) {
+    pm.addPass(createFwpScanToChunks({tileScan.chunkSize}));
+    pm.addPass(createFwpLowerChunks());
+  } else {
+    pm.addPass(createFwpFuseDpfp());
+  }
   pm.addPass(createFwpLowerDpfp());
   pm.addPass(createFwpLowerGate());
   pm.addPass(createFwpTileScan(tileScan));
@@ -125,7 +131,8 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
               ? gpuTileScan(options.chunkSize, "stack", kHostScratchSlots)
               : FwpTileScanOptions{options.chunkSize, kCpuValueBlock,
                                    kCpuCausalBlock,
-                                   /*fuse=*/true});
+                                   /*fuse=*/true},
+      options.chunkStages);
   // The host frees its workspace. (The PTX pipeline leaves the host side to
   // the runtime, and canonicalising the kernels before they are mapped to
   // threads made ptxas spill, so it skips both.)

@@ -39,6 +39,12 @@ struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
                      "keeps them in shared memory: checks the GPU's tiling "
                      "on the host"),
       llvm::cl::init(false)};
+  Option<bool> chunkStages{
+      *this, "chunk-stages",
+      llvm::cl::desc("lower fwp.scan through its stages (fwp-scan-to-chunks, "
+                     "fwp-lower-chunks: linalg on tensors, a chunk at a "
+                     "time) rather than fwp-tile-scan's kernels"),
+      llvm::cl::init(false)};
 };
 
 struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
@@ -79,10 +85,11 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
 };
 
 /// fwp on tensors -> loops on buffers, results as out-parameters (both
-/// pipelines start like this). `valueBlock`, `causalBlock` and
-/// `fuse` are fwp-tile-scan's options.
+/// pipelines start like this). `tileScan` has fwp-tile-scan's options; with
+/// `chunkStages` fwp.scan goes through the chunk operations instead.
 void buildFwpToLoopsPipeline(mlir::OpPassManager &pm,
-                             const FwpTileScanOptions &tileScan);
+                             const FwpTileScanOptions &tileScan,
+                             bool chunkStages = false);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
                            const CpuPipelineOptions &options);
 void buildFwpToPtxPipeline(mlir::OpPassManager &pm,

@@ -68,6 +68,45 @@ def FwpLowerGate : Pass<"fwp-lower-gate"> {
                            "::mlir::math::MathDialect"];
 }
 
+def FwpScanToChunks : Pass<"fwp-scan-to-chunks"> {
+  let summary = "Write fwp.scan as the stages of the chunked algorithm";
+  let description = [{
+    Rewrites each `fwp.scan` into the chunk operations of
+    docs/delta-rule-math.md, section 4, as fla's `chunk_delta_rule` calls
+    them: `fwp.chunk_wy` (the delta rule's `Wt`, `Ut`), `fwp.chunk_states`
+    (the state at every chunk's start, the values written, the final
+    state) and `fwp.chunk_output`, each with `chunk_size`. A scan that
+    applies DPFP itself gets `fwp.dpfp` on `q` and `k` first.
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
+           "steps per chunk">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def FwpLowerChunks : Pass<"fwp-lower-chunks"> {
+  let summary = "Lower the chunk operations to linalg on tensors, a chunk "
+                "at a time";
+  let description = [{
+    Each chunk operation becomes an `scf.forall` on tensors over what is
+    independent, its results `shared_outs`: (batch, head, chunk) for
+    `fwp.chunk_wy` and `fwp.chunk_output`, (batch, head) for
+    `fwp.chunk_states`, whose body runs over the chunks in order
+    (`scf.for`, the state an `iter_arg`). A chunk's rows are taken with
+    `tensor.extract_slice` and padded with zero rows to `chunk_size`
+    (`tensor.pad`; zero rows write nothing and read nothing), so every
+    product is a static `linalg.generic` contraction; `Wt` and `Ut` come
+    from the forward substitution of section 4, a row at a time. Results
+    go back with `tensor.parallel_insert_slice`, the padding dropped.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FwpTileScan : Pass<"fwp-tile-scan"> {
   let summary = "Tile fwp.scan over (batch, head, value block) and chunks";
   let description = [{

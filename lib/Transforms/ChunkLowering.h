@@ -1,0 +1,116 @@
+//===- ChunkLowering.h - Chunk tiles on tensors -----------------*- C++ -*-===//
+//
+// What the lowerings of the chunk operations (LowerChunk*.cpp) share: a
+// chunk's rows of a per-step tensor as a static tile padded with zero rows,
+// and the tile products, all on tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FWP_LIB_TRANSFORMS_CHUNKLOWERING_H
+#define FWP_LIB_TRANSFORMS_CHUNKLOWERING_H
+
+#include "fwp/Dialect/FwpOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace fwp {
+
+/// Which operands of a tile product are read transposed: NN is
+/// out[i, j] += lhs[i, k] rhs[k, j], NT rhs[j, k], TN lhs[k, i].
+enum class ProductForm { NN, NT, TN };
+
+/// Tiles of one chunk operation, for per-step tensors [T, B, H, *] (or
+/// [B, T, H, *] batch first) and chunks of `chunk` rows.
+class ChunkTiles {
+public:
+  ChunkTiles(mlir::ImplicitLocOpBuilder &b, mlir::Type element, int64_t chunk,
+             bool batchFirst)
+      : b(b), element(element), chunk(chunk), batchFirst(batchFirst) {}
+
+  mlir::Value index(int64_t value);
+  /// Size `dim` of a per-step tensor `perStep` in the scan's terms: dim 0 is
+  /// the steps, 1 the batch, 2 the heads, whatever the layout.
+  mlir::Value stepDim(mlir::Value perStep, int64_t dim);
+  /// Chunks of a sequence of `steps` steps: ceil(steps / chunk).
+  mlir::Value numChunks(mlir::Value steps);
+  /// The first step and the length of chunk `c` of `steps` steps.
+  std::pair<mlir::Value, mlir::Value> span(mlir::Value c, mlir::Value steps);
+
+  /// A zero tensor of `shape`.
+  mlir::Value zeros(llvm::ArrayRef<int64_t> shape);
+  /// tensor.empty shaped like the per-step (or state) tensor `like`.
+  mlir::Value emptyLike(mlir::Value like);
+
+  /// Rows [t0, t0 + len) of batch element bi, head h of `perStep` as a
+  /// `chunk x width` tile (`chunk` for beta), the rows past len zero.
+  mlir::Value loadRows(mlir::Value perStep, mlir::Value bi, mlir::Value h,
+                       mlir::Value t0, mlir::Value len);
+  /// Where rows [t0, t0 + len) of (bi, h) lie in a per-step tensor of width
+  /// `width`: offsets, sizes and strides of a rank-reducing slice.
+  struct Slice {
+    llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
+  };
+  /// The region [offsets, offsets + sizes) with unit strides.
+  Slice region(llvm::ArrayRef<mlir::OpFoldResult> offsets,
+               llvm::ArrayRef<mlir::OpFoldResult> sizes);
+  Slice rowsSlice(mlir::Value bi, mlir::Value h, mlir::Value t0,
+                  mlir::Value len, int64_t width);
+  /// The first `len` rows of a `chunk x width` tile.
+  mlir::Value firstRows(mlir::Value tile, mlir::Value len);
+
+  /// `dest` with the region `slice` overwritten by `source` (linalg.copy
+  /// into that region of dest, so that bufferization writes in place rather
+  /// than calling memref.copy, which the runtime's modules cannot link).
+  mlir::Value place(mlir::Value source, mlir::Value dest, const Slice &slice);
+  /// `source` copied into a new tensor (linalg.copy).
+  mlir::Value copy(mlir::Value source);
+  /// The region `slice` of `dest` overwritten by `source`, as a tensor of
+  /// the region's type: what a parallel_insert_slice then puts in place.
+  mlir::Value copyTo(mlir::Value source, mlir::Value dest, const Slice &slice);
+
+  /// acc +/- lhs * rhs, as a linalg.generic contraction in `form`.
+  mlir::Value product(ProductForm form, mlir::Value lhs, mlir::Value rhs,
+                      mlir::Value acc, bool subtract = false);
+  /// diag(gates) tile: each row r of `tile` times gates[r].
+  mlir::Value scaleRows(mlir::Value gates, mlir::Value tile);
+
+  mlir::ImplicitLocOpBuilder &b;
+  mlir::Type element;
+  int64_t chunk;
+  bool batchFirst;
+};
+
+/// A slice of a forall's shared out that one point writes.
+struct ParallelStore {
+  mlir::Value source, dest;
+  ChunkTiles::Slice slice;
+};
+
+/// scf.forall over [0, bounds) with `outputs` as shared_outs: `body` builds
+/// one point's work (given its indices and the shared outs' block
+/// arguments) and says what it writes, which becomes the terminator's
+/// parallel_insert_slice ops.
+mlir::scf::ForallOp buildForall(
+    mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> bounds,
+    mlir::ValueRange outputs,
+    llvm::function_ref<llvm::SmallVector<ParallelStore>(
+        mlir::ValueRange indices, mlir::ValueRange outs)>
+        body);
+
+/// The patterns of fwp-lower-chunks, one per operation.
+void populateLowerChunkWyPattern(mlir::RewritePatternSet &patterns);
+void populateLowerChunkStatesPattern(mlir::RewritePatternSet &patterns);
+void populateLowerChunkOutputPattern(mlir::RewritePatternSet &patterns);
+
+/// Fails with a message on `op` unless `type`'s last dimension is static.
+mlir::LogicalResult requireStaticWidth(mlir::PatternRewriter &rewriter,
+                                       mlir::Operation *op, mlir::Value value,
+                                       llvm::StringRef name);
+
+} // namespace fwp
+
+#endif // FWP_LIB_TRANSFORMS_CHUNKLOWERING_H

@@ -1,0 +1,97 @@
+//===- LowerChunkOutput.cpp - fwp.chunk_output to linalg on tensors -------===//
+//
+// One point of an scf.forall over (batch, head, chunk) per chunk:
+//
+//   Y = Q h[c]^T + tril(Q K^T) U
+//
+// docs/delta-rule-math.md, section 4: the start state read by the queries,
+// then the chunk's own writes up to and including each row.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLowering.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+/// `square` with the entries above its diagonal zero.
+Value lowerTriangle(ImplicitLocOpBuilder &b, Value square) {
+  MLIRContext *context = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  auto generic = linalg::GenericOp::create(
+      b, square.getType(), ValueRange{}, ValueRange{square},
+      ArrayRef<AffineMap>{identity},
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [](OpBuilder &nb, Location loc, ValueRange args) {
+        Value row = linalg::IndexOp::create(nb, loc, 0);
+        Value col = linalg::IndexOp::create(nb, loc, 1);
+        Value below = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ule,
+                                            col, row);
+        Value zero = arith::ConstantOp::create(
+            nb, loc, nb.getZeroAttr(args[0].getType()));
+        linalg::YieldOp::create(
+            nb, loc,
+            arith::SelectOp::create(nb, loc, below, args[0], zero).getResult());
+      });
+  return generic.getResult(0);
+}
+
+struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkOutputOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(requireStaticWidth(rewriter, op, op.getQ(), "q")) ||
+        failed(requireStaticWidth(rewriter, op, op.getU(), "u")))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
+    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    int64_t features = cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
+    int64_t values = cast<RankedTensorType>(op.getU().getType()).getDimSize(3);
+    Value steps = tiles.stepDim(op.getQ(), 0);
+    SmallVector<Value> bounds = {tiles.stepDim(op.getQ(), 1),
+                                 tiles.stepDim(op.getQ(), 2),
+                                 tiles.numChunks(steps)};
+    Value outputs[] = {tiles.emptyLike(op.getU())};
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    auto forall = buildForall(
+        b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+          Value bi = point[0], h = point[1], c = point[2];
+          auto [t0, len] = tiles.span(c, steps);
+          Value queries = tiles.loadRows(op.getQ(), bi, h, t0, len);
+          Value keys = tiles.loadRows(op.getK(), bi, h, t0, len);
+          Value written = tiles.loadRows(op.getU(), bi, h, t0, len);
+          Value start = tensor::ExtractSliceOp::create(
+              b, RankedTensorType::get({values, features}, element), op.getH(),
+              ArrayRef<OpFoldResult>{bi, h, c, zero, zero},
+              ArrayRef<OpFoldResult>{one, one, one, b.getIndexAttr(values),
+                                     b.getIndexAttr(features)},
+              SmallVector<OpFoldResult>(5, one));
+          Value scores = lowerTriangle(
+              b, tiles.product(ProductForm::NT, queries, keys,
+                               tiles.zeros({tiles.chunk, tiles.chunk})));
+          Value y = tiles.product(ProductForm::NT, queries, start,
+                                  tiles.zeros({tiles.chunk, values}));
+          y = tiles.product(ProductForm::NN, scores, written, y);
+          ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, values);
+          return SmallVector<ParallelStore>{
+              {tiles.copyTo(tiles.firstRows(y, len), outs[0], rows), outs[0],
+               rows}};
+        });
+    rewriter.replaceOp(op, forall.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void populateLowerChunkOutputPattern(RewritePatternSet &patterns) {
+  patterns.add<LowerChunkOutput>(patterns.getContext());
+}
+
+} // namespace fwp

@@ -1,0 +1,155 @@
+//===- LowerChunkStates.cpp - fwp.chunk_states to linalg on tensors -------===//
+//
+// One point of an scf.forall over (batch, head) per sequence, and in it the
+// chunks in order (scf.for), the state S (d_v x D) an iter_arg:
+//
+//   h[c] = S;   U = values - Wt S^T (values without wt);   S = S + U^T K
+//
+// docs/delta-rule-math.md, section 4. The point's start states, its rows of
+// U and its final state are iter_args too, written back at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLowering.h"
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkStatesOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(requireStaticWidth(rewriter, op, op.getK(), "k")) ||
+        failed(requireStaticWidth(rewriter, op, op.getValues(), "values")))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type element = op.getK().getType().getElementType();
+    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    int64_t features = op.getK().getType().getDimSize(3);
+    int64_t values = op.getValues().getType().getDimSize(3);
+    Value steps = tiles.stepDim(op.getK(), 0);
+    Value chunks = tiles.numChunks(steps);
+    SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
+                                 tiles.stepDim(op.getK(), 2)};
+    Value batch = bounds[0], heads = bounds[1];
+
+    auto startStatesType = RankedTensorType::get(
+        {ShapedType::kDynamic, values, features}, element);
+    auto rowsType = RankedTensorType::get({ShapedType::kDynamic, values},
+                                          element);
+    auto stateType = RankedTensorType::get({values, features}, element);
+    Value outputs[] = {
+        tensor::EmptyOp::create(b, cast<RankedTensorType>(op.getH().getType()).getShape(), element,
+                                dynamicStartStateSizes(op, batch, heads,
+                                                       chunks)),
+        tiles.emptyLike(op.getValues()),
+        tensor::EmptyOp::create(b, cast<RankedTensorType>(op.getFinalState().getType()).getShape(),
+                                element, dynamicStateSizes(op, batch, heads))};
+
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    auto perHead = [&](Value bi, Value h) {
+      ChunkTiles::Slice slice;
+      slice.offsets = {bi, h, zero, zero, zero};
+      slice.sizes = {one, one, chunks, b.getIndexAttr(values),
+                     b.getIndexAttr(features)};
+      slice.strides.assign(5, one);
+      return slice;
+    };
+    auto stateSlice = [&](Value bi, Value h) {
+      ChunkTiles::Slice slice;
+      slice.offsets = {bi, h, zero, zero};
+      slice.sizes = {one, one, b.getIndexAttr(values),
+                     b.getIndexAttr(features)};
+      slice.strides.assign(4, one);
+      return slice;
+    };
+
+    auto forall = buildForall(b, bounds, outputs, [&](ValueRange point,
+                                                      ValueRange outs) {
+      Value bi = point[0], h = point[1];
+      ChunkTiles::Slice hSlice = perHead(bi, h);
+      ChunkTiles::Slice uSlice =
+          tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+      ChunkTiles::Slice finalSlice = stateSlice(bi, h);
+      Value state = tiles.zeros({values, features});
+      if (op.getInitial())
+        state = tiles.copy(tensor::ExtractSliceOp::create(
+            b, stateType, op.getInitial(), finalSlice.offsets,
+            finalSlice.sizes, finalSlice.strides));
+      Value headStarts = tensor::ExtractSliceOp::create(
+          b, startStatesType, outs[0], hSlice.offsets, hSlice.sizes,
+          hSlice.strides);
+      Value headRows = tensor::ExtractSliceOp::create(
+          b, rowsType, outs[1], uSlice.offsets, uSlice.sizes, uSlice.strides);
+
+      auto loop = scf::ForOp::create(
+          b, tiles.index(0), chunks, tiles.index(1),
+          ValueRange{state, headStarts, headRows},
+          [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
+            ImplicitLocOpBuilder cb(loc, nb);
+            ChunkTiles chunkTiles(cb, element, tiles.chunk, tiles.batchFirst);
+            Value s = carried[0];
+            Value starts = chunkTiles.place(
+                s, carried[1],
+                chunkTiles.region({c, zero, zero},
+                                  {one, cb.getIndexAttr(values),
+                                   cb.getIndexAttr(features)}));
+            auto [t0, len] = chunkTiles.span(c, steps);
+            Value keys = chunkTiles.loadRows(op.getK(), bi, h, t0, len);
+            Value u = chunkTiles.loadRows(op.getValues(), bi, h, t0, len);
+            if (op.getWt()) {
+              Value wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
+              u = chunkTiles.product(ProductForm::NT, wt, s, u,
+                                     /*subtract=*/true);
+            }
+            Value rows = chunkTiles.place(
+                chunkTiles.firstRows(u, len), carried[2],
+                chunkTiles.region({t0, zero}, {len, cb.getIndexAttr(values)}));
+            Value next = chunkTiles.product(ProductForm::TN, u, keys, s);
+            scf::YieldOp::create(cb, ValueRange{next, starts, rows});
+          });
+      return SmallVector<ParallelStore>{
+          {loop.getResult(1), outs[0], hSlice},
+          {loop.getResult(2), outs[1], uSlice},
+          {tiles.copyTo(loop.getResult(0), outs[2], finalSlice), outs[2],
+           finalSlice}};
+    });
+    rewriter.replaceOp(op, forall.getResults());
+    return success();
+  }
+
+  /// The dynamic sizes of h, [B, H, N, d_v, D].
+  static SmallVector<Value> dynamicStartStateSizes(ChunkStatesOp op,
+                                                   Value batch, Value heads,
+                                                   Value chunks) {
+    auto type = cast<RankedTensorType>(op.getH().getType());
+    SmallVector<Value> sizes;
+    Value all[] = {batch, heads, chunks};
+    for (int64_t dim = 0; dim < 3; ++dim)
+      if (type.isDynamicDim(dim))
+        sizes.push_back(all[dim]);
+    return sizes;
+  }
+  /// The dynamic sizes of the final state, [B, H, d_v, D].
+  static SmallVector<Value> dynamicStateSizes(ChunkStatesOp op, Value batch,
+                                              Value heads) {
+    auto type = cast<RankedTensorType>(op.getFinalState().getType());
+    SmallVector<Value> sizes;
+    Value all[] = {batch, heads};
+    for (int64_t dim = 0; dim < 2; ++dim)
+      if (type.isDynamicDim(dim))
+        sizes.push_back(all[dim]);
+    return sizes;
+  }
+};
+
+} // namespace
+
+void populateLowerChunkStatesPattern(RewritePatternSet &patterns) {
+  patterns.add<LowerChunkStates>(patterns.getContext());
+}
+
+} // namespace fwp

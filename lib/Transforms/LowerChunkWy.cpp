@@ -1,0 +1,103 @@
+//===- LowerChunkWy.cpp - fwp.chunk_wy to linalg on tensors ---------------===//
+//
+// One point of an scf.forall over (batch, head, chunk) per chunk:
+//
+//   M  = diag(b) (K K^T)        only M's part below the diagonal is read
+//   Wt = diag(b) K, Ut = diag(b) V, then row r from the rows above it:
+//   X_r = (diag(b) Base)_r - M[r, :] X     (rows r.. of X still zero)
+//
+// the forward substitution of docs/delta-rule-math.md, section 4, with
+// Base = K for Wt and V for Ut, computed into zero tiles a row at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLowering.h"
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+/// X solved a row at a time: rows of `scaledBase` less M's row times X.
+Value substitute(ChunkTiles &tiles, Value m, Value scaledBase) {
+  ImplicitLocOpBuilder &b = tiles.b;
+  auto type = cast<RankedTensorType>(scaledBase.getType());
+  int64_t width = type.getDimSize(1);
+  Value solved = tiles.zeros(type.getShape());
+  auto rows = scf::ForOp::create(
+      b, tiles.index(0), tiles.index(tiles.chunk), tiles.index(1),
+      ValueRange{solved},
+      [&](OpBuilder &nb, Location loc, Value r, ValueRange iterArgs) {
+        ImplicitLocOpBuilder rb(loc, nb);
+        ChunkTiles rowTiles(rb, tiles.element, tiles.chunk, tiles.batchFirst);
+        OpFoldResult one = rb.getIndexAttr(1), zero = rb.getIndexAttr(0);
+        auto row = [&](Value tile, int64_t cols) -> Value {
+          return tensor::ExtractSliceOp::create(
+              rb, RankedTensorType::get({1, cols}, tiles.element), tile,
+              ArrayRef<OpFoldResult>{r, zero},
+              ArrayRef<OpFoldResult>{one, rb.getIndexAttr(cols)},
+              ArrayRef<OpFoldResult>{one, one});
+        };
+        Value x = rowTiles.product(ProductForm::NN, row(m, tiles.chunk),
+                                   iterArgs[0], row(scaledBase, width),
+                                   /*subtract=*/true);
+        Value updated = rowTiles.place(
+            x, iterArgs[0],
+            rowTiles.region({r, zero}, {one, rb.getIndexAttr(width)}));
+        scf::YieldOp::create(rb, updated);
+      });
+  return rows.getResult(0);
+}
+
+struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkWyOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(requireStaticWidth(rewriter, op, op.getK(), "k")) ||
+        failed(requireStaticWidth(rewriter, op, op.getV(), "v")))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type element = op.getK().getType().getElementType();
+    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    Value steps = tiles.stepDim(op.getK(), 0);
+    SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
+                                 tiles.stepDim(op.getK(), 2),
+                                 tiles.numChunks(steps)};
+    Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV())};
+    int64_t features = op.getK().getType().getDimSize(3);
+    int64_t values = op.getV().getType().getDimSize(3);
+    auto forall = buildForall(
+        b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+          auto [t0, len] = tiles.span(point[2], steps);
+          Value keys = tiles.loadRows(op.getK(), point[0], point[1], t0, len);
+          Value vals = tiles.loadRows(op.getV(), point[0], point[1], t0, len);
+          Value gates =
+              tiles.loadRows(op.getBeta(), point[0], point[1], t0, len);
+          Value gram = tiles.product(ProductForm::NT, keys, keys,
+                                     tiles.zeros({tiles.chunk, tiles.chunk}));
+          Value m = tiles.scaleRows(gates, gram);
+          Value wt = substitute(tiles, m, tiles.scaleRows(gates, keys));
+          Value ut = substitute(tiles, m, tiles.scaleRows(gates, vals));
+          ChunkTiles::Slice wtRows =
+              tiles.rowsSlice(point[0], point[1], t0, len, features);
+          ChunkTiles::Slice utRows =
+              tiles.rowsSlice(point[0], point[1], t0, len, values);
+          return SmallVector<ParallelStore>{
+              {tiles.copyTo(tiles.firstRows(wt, len), outs[0], wtRows),
+               outs[0], wtRows},
+              {tiles.copyTo(tiles.firstRows(ut, len), outs[1], utRows),
+               outs[1], utRows}};
+        });
+    rewriter.replaceOp(op, forall.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void populateLowerChunkWyPattern(RewritePatternSet &patterns) {
+  patterns.add<LowerChunkWy>(patterns.getContext());
+}
+
+} // namespace fwp

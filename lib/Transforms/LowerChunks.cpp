@@ -1,0 +1,241 @@
+//===- LowerChunks.cpp - Chunk operations to linalg on tensors ------------===//
+//
+// The pass, and the tiles its lowerings share (ChunkLowering.h). The
+// lowerings themselves: LowerChunkWy.cpp, LowerChunkStates.cpp,
+// LowerChunkOutput.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLowering.h"
+
+#include "fwp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace fwp {
+#define GEN_PASS_DEF_FWPLOWERCHUNKS
+#include "fwp/Transforms/Passes.h.inc"
+} // namespace fwp
+
+using namespace mlir;
+
+namespace fwp {
+
+Value ChunkTiles::index(int64_t value) {
+  return arith::ConstantIndexOp::create(b, value);
+}
+
+Value ChunkTiles::stepDim(Value perStep, int64_t dim) {
+  if (batchFirst && dim < 2)
+    dim = 1 - dim;
+  return tensor::DimOp::create(b, perStep, dim);
+}
+
+Value ChunkTiles::numChunks(Value steps) {
+  return arith::CeilDivUIOp::create(b, steps, index(chunk));
+}
+
+std::pair<Value, Value> ChunkTiles::span(Value c, Value steps) {
+  Value t0 = arith::MulIOp::create(b, c, index(chunk));
+  Value rest = arith::SubIOp::create(b, steps, t0);
+  return {t0, arith::MinUIOp::create(b, rest, index(chunk))};
+}
+
+Value ChunkTiles::zeros(ArrayRef<int64_t> shape) {
+  Value empty = tensor::EmptyOp::create(b, shape, element);
+  Value zero = arith::ConstantOp::create(b, b.getZeroAttr(element));
+  return linalg::FillOp::create(b, zero, empty).getResult(0);
+}
+
+Value ChunkTiles::emptyLike(Value like) {
+  auto type = cast<RankedTensorType>(like.getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      dynamicSizes.push_back(tensor::DimOp::create(b, like, dim));
+  return tensor::EmptyOp::create(b, type.getShape(), element, dynamicSizes);
+}
+
+ChunkTiles::Slice ChunkTiles::rowsSlice(Value bi, Value h, Value t0, Value len,
+                                        int64_t width) {
+  OpFoldResult one = b.getIndexAttr(1);
+  Slice slice;
+  if (batchFirst) {
+    slice.offsets = {bi, t0, h};
+    slice.sizes = {one, len, one};
+  } else {
+    slice.offsets = {t0, bi, h};
+    slice.sizes = {len, one, one};
+  }
+  if (width > 0) {
+    slice.offsets.push_back(b.getIndexAttr(0));
+    slice.sizes.push_back(b.getIndexAttr(width));
+  }
+  slice.strides.assign(slice.offsets.size(), one);
+  return slice;
+}
+
+ChunkTiles::Slice ChunkTiles::region(ArrayRef<OpFoldResult> offsets,
+                                     ArrayRef<OpFoldResult> sizes) {
+  Slice slice;
+  slice.offsets.assign(offsets.begin(), offsets.end());
+  slice.sizes.assign(sizes.begin(), sizes.end());
+  slice.strides.assign(offsets.size(), b.getIndexAttr(1));
+  return slice;
+}
+
+Value ChunkTiles::copyTo(Value source, Value dest, const Slice &slice) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  Value target = tensor::ExtractSliceOp::create(
+      b, sourceType, dest, slice.offsets, slice.sizes, slice.strides);
+  return linalg::CopyOp::create(b, source, target).getResult(0);
+}
+
+Value ChunkTiles::place(Value source, Value dest, const Slice &slice) {
+  return tensor::InsertSliceOp::create(b, copyTo(source, dest, slice), dest,
+                                       slice.offsets, slice.sizes,
+                                       slice.strides);
+}
+
+Value ChunkTiles::copy(Value source) {
+  auto type = cast<RankedTensorType>(source.getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      dynamicSizes.push_back(tensor::DimOp::create(b, source, dim));
+  Value empty =
+      tensor::EmptyOp::create(b, type.getShape(), element, dynamicSizes);
+  return linalg::CopyOp::create(b, source, empty).getResult(0);
+}
+
+Value ChunkTiles::loadRows(Value perStep, Value bi, Value h, Value t0,
+                           Value len) {
+  auto type = cast<RankedTensorType>(perStep.getType());
+  bool hasWidth = type.getRank() == 4;
+  int64_t width = hasWidth ? type.getDimSize(3) : 0;
+  Slice slice = rowsSlice(bi, h, t0, len, width);
+  SmallVector<int64_t> rowsShape = {ShapedType::kDynamic};
+  SmallVector<int64_t> tileShape = {chunk};
+  if (hasWidth) {
+    rowsShape.push_back(width);
+    tileShape.push_back(width);
+  }
+  Value rows = tensor::ExtractSliceOp::create(
+      b, RankedTensorType::get(rowsShape, element), perStep, slice.offsets,
+      slice.sizes, slice.strides);
+  SmallVector<OpFoldResult> offsets(tileShape.size(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = {len};
+  if (hasWidth)
+    sizes.push_back(b.getIndexAttr(width));
+  return place(rows, zeros(tileShape), region(offsets, sizes));
+}
+
+Value ChunkTiles::firstRows(Value tile, Value len) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  int64_t width = type.getDimSize(1);
+  return tensor::ExtractSliceOp::create(
+      b, RankedTensorType::get({ShapedType::kDynamic, width}, element), tile,
+      ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{len, b.getIndexAttr(width)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+}
+
+Value ChunkTiles::product(ProductForm form, Value lhs, Value rhs, Value acc,
+                          bool subtract) {
+  MLIRContext *context = b.getContext();
+  AffineExpr i = getAffineDimExpr(0, context), j = getAffineDimExpr(1, context),
+             k = getAffineDimExpr(2, context);
+  AffineMap lhsMap = AffineMap::get(3, 0, {i, k}, context);
+  AffineMap rhsMap = AffineMap::get(3, 0, {k, j}, context);
+  if (form == ProductForm::NT)
+    rhsMap = AffineMap::get(3, 0, {j, k}, context);
+  if (form == ProductForm::TN)
+    lhsMap = AffineMap::get(3, 0, {k, i}, context);
+  AffineMap outMap = AffineMap::get(3, 0, {i, j}, context);
+  SmallVector<utils::IteratorType> iterators = {
+      utils::IteratorType::parallel, utils::IteratorType::parallel,
+      utils::IteratorType::reduction};
+  auto generic = linalg::GenericOp::create(
+      b, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
+      ArrayRef<AffineMap>{lhsMap, rhsMap, outMap}, iterators,
+      [subtract](OpBuilder &nb, Location loc, ValueRange args) {
+        Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
+        Value sum = subtract ? arith::SubFOp::create(nb, loc, args[2], term)
+                                   .getResult()
+                             : arith::AddFOp::create(nb, loc, args[2], term)
+                                   .getResult();
+        linalg::YieldOp::create(nb, loc, sum);
+      });
+  return generic.getResult(0);
+}
+
+Value ChunkTiles::scaleRows(Value gates, Value tile) {
+  MLIRContext *context = b.getContext();
+  AffineExpr r = getAffineDimExpr(0, context), c = getAffineDimExpr(1, context);
+  auto generic = linalg::GenericOp::create(
+      b, tile.getType(), ValueRange{gates, tile},
+      ValueRange{tensor::EmptyOp::create(
+          b, cast<RankedTensorType>(tile.getType()).getShape(), element)},
+      ArrayRef<AffineMap>{AffineMap::get(2, 0, {r}, context),
+                          AffineMap::get(2, 0, {r, c}, context),
+                          AffineMap::get(2, 0, {r, c}, context)},
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [](OpBuilder &nb, Location loc, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, loc, arith::MulFOp::create(nb, loc, args[0], args[1]).getResult());
+      });
+  return generic.getResult(0);
+}
+
+scf::ForallOp buildForall(
+    ImplicitLocOpBuilder &b, ArrayRef<Value> bounds, ValueRange outputs,
+    function_ref<SmallVector<ParallelStore>(ValueRange, ValueRange)> body) {
+  SmallVector<OpFoldResult> upper(bounds.begin(), bounds.end());
+  auto forall = scf::ForallOp::create(b, upper, outputs, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  SmallVector<ParallelStore> stores =
+      body(forall.getInductionVars(), forall.getRegionIterArgs());
+  b.setInsertionPointToEnd(forall.getTerminator().getBody());
+  for (const ParallelStore &store : stores)
+    tensor::ParallelInsertSliceOp::create(b, store.source, store.dest,
+                                          store.slice.offsets,
+                                          store.slice.sizes,
+                                          store.slice.strides);
+  return forall;
+}
+
+LogicalResult requireStaticWidth(PatternRewriter &rewriter, Operation *op,
+                                 Value value, StringRef name) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!type.isDynamicDim(type.getRank() - 1))
+    return success();
+  return rewriter.notifyMatchFailure(op, "'" + name + "' has a dynamic width");
+}
+
+namespace {
+
+struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
+  using FwpLowerChunksBase::FwpLowerChunksBase;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateLowerChunkWyPattern(patterns);
+    populateLowerChunkStatesPattern(patterns);
+    populateLowerChunkOutputPattern(patterns);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+    WalkResult left = getOperation()->walk([](Operation *op) {
+      if (!isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp>(op))
+        return WalkResult::advance();
+      op->emitOpError("fwp-lower-chunks needs static feature and value "
+                      "widths");
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace fwp
