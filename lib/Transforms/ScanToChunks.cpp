@@ -92,10 +92,10 @@ struct FwpScanToChunks : fwp::impl::FwpScanToChunksBase<FwpScanToChunks> {
   using FwpScanToChunksBase::FwpScanToChunksBase;
 
   void runOnOperation() override {
-    if (chunkSize < 1) {
+    if (static_cast<int64_t>(chunkSize) < 1) {
       emitError(getOperation()->getLoc())
           << "fwp-scan-to-chunks: chunk-size must be at least 1, got "
-          << chunkSize;
+          << static_cast<int64_t>(chunkSize);
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

@@ -2,6 +2,11 @@
 // become out-parameters and nothing else is left.
 // RUN: fwp-opt %fwp_src_root/examples/attention.mlir -fwp-to-cpu | FileCheck %s
 // RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-to-cpu=chunk-size=16 | FileCheck %s
+// Through the scan's stages too, and without calls into MLIR's runtime
+// library (memrefCopy), which compiled modules do not link.
+// RUN: fwp-opt %fwp_src_root/examples/attention.mlir -fwp-to-cpu=chunk-stages=1 | FileCheck %s --check-prefixes=CHECK,STAGES
+// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-to-cpu="chunk-size=16 chunk-stages=1" | FileCheck %s --check-prefixes=CHECK,STAGES
+// STAGES-NOT: memrefCopy
 
 // CHECK: llvm.func @{{.*}}(
 // CHECK-NOT: fwp.

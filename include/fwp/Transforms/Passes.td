@@ -94,12 +94,15 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks"> {
     independent, its results `shared_outs`: (batch, head, chunk) for
     `fwp.chunk_wy` and `fwp.chunk_output`, (batch, head) for
     `fwp.chunk_states`, whose body runs over the chunks in order
-    (`scf.for`, the state an `iter_arg`). A chunk's rows are taken with
-    `tensor.extract_slice` and padded with zero rows to `chunk_size`
-    (`tensor.pad`; zero rows write nothing and read nothing), so every
-    product is a static `linalg.generic` contraction; `Wt` and `Ut` come
-    from the forward substitution of section 4, a row at a time. Results
-    go back with `tensor.parallel_insert_slice`, the padding dropped.
+    (`scf.for`, the state an `iter_arg`). A chunk's rows are copied
+    (`linalg.copy`) into a zero tile of `chunk_size` rows (zero rows write
+    nothing and read nothing), so every product is a static
+    `linalg.generic` contraction; `Wt` and `Ut` come from the forward
+    substitution of section 4, a row at a time. Results go back with
+    `tensor.parallel_insert_slice`, the padding dropped. Every copy is a
+    `linalg.copy` into the region it fills, so that bufferization leaves no
+    `memref.copy` (a call into MLIR's runtime library, which compiled
+    modules do not link).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -1,0 +1,71 @@
+// RUN: fwp-opt %s -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s
+
+// The WY form: a forall over (batch, head, chunk); in it K K^T, the gates'
+// rows, and Wt and Ut each solved a row at a time (16 rows), both stored
+// back with the padding rows dropped.
+// CHECK-LABEL: func @wy
+// CHECK: %[[CHUNKS:.*]] = arith.ceildivui
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[CHUNKS]]) shared_outs
+// CHECK-COUNT-3: linalg.copy
+// CHECK: linalg.generic {{.*}}["parallel", "parallel", "reduction"]{{.*}} : tensor<16x32xf32>, tensor<16x32xf32>) outs(%{{.*}} : tensor<16x16xf32>)
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-2: tensor.parallel_insert_slice
+func.func @wy(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+              %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  return %wt, %ut : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+}
+
+// -----
+
+// The pass over the chunks: a forall over (batch, head), in it a loop over
+// the chunks carrying the 8 x 32 state, the start states and the rows of U.
+// CHECK-LABEL: func @states
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in
+// CHECK: %[[LOOP:.*]]:3 = scf.for {{.*}} iter_args({{.*}}) -> (tensor<8x32xf32>, tensor<?x8x32xf32>, tensor<?x8xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+func.func @states(%k: tensor<40x2x4x32xf32>, %ut: tensor<40x2x4x8xf32>,
+                  %wt: tensor<40x2x4x32xf32>, %s0: tensor<2x4x8x32xf32>)
+    -> (tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>) {
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      initial(%s0 : tensor<2x4x8x32xf32>) chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  return %h, %u, %final
+      : tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// The outputs: Q K^T masked to its lower triangle, then Q h^T + P U.
+// CHECK-LABEL: func @output
+// CHECK: scf.forall
+// CHECK: arith.cmpi ule
+// CHECK: arith.select
+// CHECK: scf.forall.in_parallel
+func.func @output(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                  %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>)
+    -> tensor<40x2x4x8xf32> {
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y : tensor<40x2x4x8xf32>
+}
+
+// -----
+
+func.func @dynamic_width(%q: tensor<40x2x4x?xf32>, %k: tensor<40x2x4x?xf32>,
+                         %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x?xf32>)
+    -> tensor<40x2x4x8xf32> {
+  // expected-error @+1 {{fwp-lower-chunks needs static feature and value widths}}
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x?xf32>, tensor<40x2x4x?xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x?xf32> -> tensor<40x2x4x8xf32>
+  return %y : tensor<40x2x4x8xf32>
+}

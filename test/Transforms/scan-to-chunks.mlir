@@ -1,0 +1,58 @@
+// RUN: fwp-opt %s -fwp-scan-to-chunks=chunk-size=16 -split-input-file | FileCheck %s
+// RUN: not fwp-opt %s -fwp-scan-to-chunks=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
+// CHUNK: error: fwp-scan-to-chunks: chunk-size must be at least 1, got 0
+
+// The delta rule as fla's three calls: the WY form, the pass over the
+// chunks (40 steps: 3 chunks of 16), the outputs.
+// CHECK-LABEL: func @delta
+// CHECK-SAME: (%[[Q:.*]]: tensor<40x2x4x32xf32>, %[[K:.*]]: tensor<40x2x4x32xf32>, %[[V:.*]]: tensor<40x2x4x8xf32>, %[[B:.*]]: tensor<40x2x4xf32>)
+// CHECK: %[[WT:.*]], %[[UT:.*]] = fwp.chunk_wy %[[K]], %[[V]], %[[B]] chunk_size = 16
+// CHECK: %[[H:.*]], %[[U:.*]], %[[FINAL:.*]] = fwp.chunk_states %[[K]], %[[UT]] wt(%[[WT]] : tensor<40x2x4x32xf32>) chunk_size = 16
+// CHECK-SAME: -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+// CHECK: %[[Y:.*]] = fwp.chunk_output %[[Q]], %[[K]], %[[U]], %[[H]] chunk_size = 16
+// CHECK: return %[[Y]], %[[FINAL]]
+func.func @delta(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                 %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>) {
+  %y, %s = fwp.scan delta %q, %k, %v beta(%b : tensor<40x2x4xf32>)
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  return %y, %s : tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// The sum rule writes v as it is; the initial state and the layout go to
+// the stages; the number of chunks is dynamic with the sequence.
+// CHECK-LABEL: func @sum_batch_first
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x?x4x32xf64>, %[[K:.*]]: tensor<2x?x4x32xf64>, %[[V:.*]]: tensor<2x?x4x8xf64>, %[[S0:.*]]: tensor<2x4x8x32xf64>)
+// CHECK-NOT: fwp.chunk_wy
+// CHECK: %[[H:.*]], %[[U:.*]], %{{.*}} = fwp.chunk_states %[[K]], %[[V]] initial(%[[S0]] : tensor<2x4x8x32xf64>) chunk_size = 16 batch_first
+// CHECK-SAME: -> tensor<2x4x?x8x32xf64>
+// CHECK: fwp.chunk_output %[[Q]], %[[K]], %[[U]], %[[H]] chunk_size = 16 batch_first
+func.func @sum_batch_first(%q: tensor<2x?x4x32xf64>, %k: tensor<2x?x4x32xf64>,
+                           %v: tensor<2x?x4x8xf64>, %s0: tensor<2x4x8x32xf64>)
+    -> tensor<2x?x4x8xf64> {
+  %y = fwp.scan sum %q, %k, %v initial(%s0 : tensor<2x4x8x32xf64>) batch_first
+      : tensor<2x?x4x32xf64>, tensor<2x?x4x32xf64>, tensor<2x?x4x8xf64>
+      -> tensor<2x?x4x8xf64>
+  return %y : tensor<2x?x4x8xf64>
+}
+
+// -----
+
+// A scan that applies DPFP itself gets its features first.
+// CHECK-LABEL: func @fused_dpfp
+// CHECK: %[[FQ:.*]] = fwp.dpfp %{{.*}} nu = 2 eps = 1.000000e-03 : tensor<16x1x2x4xf32> -> tensor<16x1x2x16xf32>
+// CHECK: %[[FK:.*]] = fwp.dpfp %{{.*}} nu = 2 eps = 1.000000e-03 : tensor<16x1x2x4xf32> -> tensor<16x1x2x16xf32>
+// CHECK: fwp.chunk_wy %[[FK]]
+// CHECK: fwp.chunk_output %[[FQ]], %[[FK]]
+func.func @fused_dpfp(%q: tensor<16x1x2x4xf32>, %k: tensor<16x1x2x4xf32>,
+                      %v: tensor<16x1x2x8xf32>, %b: tensor<16x1x2xf32>)
+    -> tensor<16x1x2x8xf32> {
+  %y = fwp.scan delta %q, %k, %v beta(%b : tensor<16x1x2xf32>)
+      dpfp(nu = 2, eps = 1.0e-3)
+      : tensor<16x1x2x4xf32>, tensor<16x1x2x4xf32>, tensor<16x1x2x8xf32>
+      -> tensor<16x1x2x8xf32>
+  return %y : tensor<16x1x2x8xf32>
+}
