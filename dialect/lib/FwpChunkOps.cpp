@@ -67,3 +67,53 @@ LogicalResult ChunkOutputOp::verify() {
     return failure();
   return layout.check("h", getH(), kChunkStatesLayout);
 }
+
+LogicalResult ChunkStatesGradOp::verify() {
+  LayoutChecker layout(getOperation());
+  if (failed(layout.check("q", getQ(), stepLayout(*this, "D"))) ||
+      failed(layout.check("k", getK(), stepLayout(*this, "D"))) ||
+      failed(layout.check("dy", getDy(), stepLayout(*this, "d_v"))) ||
+      (getWt() &&
+       failed(layout.check("wt", getWt(), stepLayout(*this, "D")))) ||
+      (getDFinal() &&
+       failed(layout.check("d_final", getDFinal(), kStateLayout))) ||
+      failed(layout.check("du", getDu(), stepLayout(*this, "d_v"))) ||
+      failed(layout.check("d_initial", getDInitial(), kStateLayout)) ||
+      failed(verifyChunking(*this, layout)))
+    return failure();
+  return layout.check("dh", getDh(), kChunkStatesLayout);
+}
+
+LogicalResult ChunkQkGradOp::verify() {
+  LayoutChecker layout(getOperation());
+  SmallVector<StringRef> features = stepLayout(*this, "D");
+  SmallVector<StringRef> values = stepLayout(*this, "d_v");
+  if (failed(layout.check("q", getQ(), features)) ||
+      failed(layout.check("k", getK(), features)) ||
+      failed(layout.check("u", getU(), values)) ||
+      failed(layout.check("dy", getDy(), values)) ||
+      failed(layout.check("du", getDu(), values)) ||
+      failed(layout.check("dq", getDq(), features)) ||
+      failed(layout.check("dk", getDk(), features)) ||
+      (getDwt() && failed(layout.check("dwt", getDwt(), features))) ||
+      failed(verifyChunking(*this, layout)) ||
+      failed(layout.check("h", getH(), kChunkStatesLayout)))
+    return failure();
+  return layout.check("dh", getDh(), kChunkStatesLayout);
+}
+
+LogicalResult ChunkWyGradOp::verify() {
+  LayoutChecker layout(getOperation());
+  SmallVector<StringRef> features = stepLayout(*this, "D");
+  SmallVector<StringRef> values = stepLayout(*this, "d_v");
+  if (failed(layout.check("k", getK(), features)) ||
+      failed(layout.check("v", getV(), values)) ||
+      failed(layout.check("beta", getBeta(), stepLayout(*this))) ||
+      failed(layout.check("du", getDu(), values)) ||
+      failed(layout.check("dwt", getDwt(), features)) ||
+      failed(layout.check("dk", getDk(), features)) ||
+      failed(layout.check("dv", getDv(), values)) ||
+      failed(layout.check("dbeta", getDbeta(), stepLayout(*this))))
+    return failure();
+  return verifyChunking(*this, layout);
+}

@@ -46,43 +46,69 @@ LogicalResult verifyDpfpParams(Operation *op, int64_t nu, double eps,
 // DpfpOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult DpfpOp::verify() {
-  auto inputType = getInput().getType();
-  auto resultType = getResult().getType();
+/// The shapes of a DPFP map's input and features (`featuresName`: the
+/// result, or a gradient with its type) and the map's parameters.
+static LogicalResult verifyDpfpShapes(Operation *op, RankedTensorType inputType,
+                                      RankedTensorType resultType,
+                                      StringRef featuresName, int64_t nu,
+                                      double eps) {
   if (inputType.getRank() == 0)
-    return emitOpError() << "'input' must have at least one dimension (the "
-                            "vector to map), got "
-                         << inputType;
+    return op->emitOpError() << "'input' must have at least one dimension "
+                                "(the vector to map), got "
+                             << inputType;
   if (resultType.getRank() != inputType.getRank())
-    return emitOpError() << "result must have the rank of 'input' ("
-                         << inputType.getRank() << "), got " << resultType;
+    return op->emitOpError()
+           << featuresName << " must have the rank of 'input' ("
+           << inputType.getRank() << "), got " << resultType;
   if (resultType.getElementType() != inputType.getElementType())
-    return emitOpError() << "result element type "
-                         << resultType.getElementType()
-                         << " differs from 'input' element type "
-                         << inputType.getElementType();
+    return op->emitOpError()
+           << featuresName << " element type " << resultType.getElementType()
+           << " differs from 'input' element type "
+           << inputType.getElementType();
 
-  LayoutChecker layout(getOperation());
+  LayoutChecker layout(op);
   int64_t last = inputType.getRank() - 1;
   for (int64_t dim = 0; dim < last; ++dim) {
     std::string name = "leading dim " + std::to_string(dim);
     if (failed(layout.bind(name, inputType.getDimSize(dim), "input", dim)) ||
-        failed(layout.bind(name, resultType.getDimSize(dim), "result", dim)))
+        failed(layout.bind(name, resultType.getDimSize(dim), featuresName,
+                           dim)))
       return failure();
   }
 
   std::optional<int64_t> d;
   if (!inputType.isDynamicDim(last))
     d = inputType.getDimSize(last);
-  if (failed(verifyDpfpParams(getOperation(), getNu(),
-                              getEps().convertToDouble(), d, "d")))
+  if (failed(verifyDpfpParams(op, nu, eps, d, "d")))
     return failure();
   if (d && !resultType.isDynamicDim(last) &&
-      resultType.getDimSize(last) != 2 * *d * static_cast<int64_t>(getNu()))
-    return emitOpError() << "result feature size is "
-                         << resultType.getDimSize(last)
-                         << ", expected 2 * d * nu = "
-                         << 2 * *d * static_cast<int64_t>(getNu());
+      resultType.getDimSize(last) != 2 * *d * nu)
+    return op->emitOpError()
+           << featuresName << " feature size is "
+           << resultType.getDimSize(last)
+           << ", expected 2 * d * nu = " << 2 * *d * nu;
+  return success();
+}
+
+LogicalResult DpfpOp::verify() {
+  return verifyDpfpShapes(getOperation(), getInput().getType(),
+                          getResult().getType(), "result", getNu(),
+                          getEps().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// DpfpGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DpfpGradOp::verify() {
+  if (failed(verifyDpfpShapes(getOperation(), getInput().getType(),
+                              getDFeatures().getType(), "d_features",
+                              getNu(), getEps().convertToDouble())))
+    return failure();
+  if (getDInput().getType() != getInput().getType())
+    return emitOpError() << "'d_input' must have the type of 'input' ("
+                         << getInput().getType() << "), got "
+                         << getDInput().getType();
   return success();
 }
 

@@ -59,7 +59,7 @@ public:
                llvm::ArrayRef<mlir::OpFoldResult> sizes);
   Slice rowsSlice(mlir::Value bi, mlir::Value h, mlir::Value t0,
                   mlir::Value len, int64_t width);
-  /// The first `len` rows of a `chunk x width` tile.
+  /// The first `len` rows of a `chunk x width` (or `chunk`) tile.
   mlir::Value firstRows(mlir::Value tile, mlir::Value len);
 
   /// `dest` with the region `slice` overwritten by `source` (linalg.copy
@@ -77,6 +77,18 @@ public:
                       mlir::Value acc, bool subtract = false);
   /// diag(gates) tile: each row r of `tile` times gates[r].
   mlir::Value scaleRows(mlir::Value gates, mlir::Value tile);
+  /// acc[r] +/- sum_c lhs[r, c] rhs[r, c].
+  mlir::Value rowDots(mlir::Value lhs, mlir::Value rhs, mlir::Value acc,
+                      bool subtract = false);
+  /// `square` with the entries above its diagonal (and, if `strict`, on it)
+  /// zero.
+  mlir::Value lowerTriangle(mlir::Value square, bool strict = false);
+  /// The chunk x chunk identity.
+  mlir::Value identity();
+  /// X with X_r = base_r - m[r, :] X, row by row down the chunk: the
+  /// solution of (I + L) X = base for L, m's part below the diagonal
+  /// (docs/delta-rule-math.md, section 4's forward substitution).
+  mlir::Value substitute(mlir::Value m, mlir::Value base);
 
   mlir::ImplicitLocOpBuilder &b;
   mlir::Type element;
@@ -105,6 +117,9 @@ mlir::scf::ForallOp buildForall(
 void populateLowerChunkWyPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkStatesPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkOutputPattern(mlir::RewritePatternSet &patterns);
+void populateLowerChunkStatesGradPattern(mlir::RewritePatternSet &patterns);
+void populateLowerChunkQkGradPattern(mlir::RewritePatternSet &patterns);
+void populateLowerChunkWyGradPattern(mlir::RewritePatternSet &patterns);
 
 /// Fails with a message on `op` unless `type`'s last dimension is static.
 mlir::LogicalResult requireStaticWidth(mlir::PatternRewriter &rewriter,

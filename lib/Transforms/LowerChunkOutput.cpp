@@ -18,28 +18,6 @@ using namespace mlir;
 namespace fwp {
 namespace {
 
-/// `square` with the entries above its diagonal zero.
-Value lowerTriangle(ImplicitLocOpBuilder &b, Value square) {
-  MLIRContext *context = b.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
-  auto generic = linalg::GenericOp::create(
-      b, square.getType(), ValueRange{}, ValueRange{square},
-      ArrayRef<AffineMap>{identity},
-      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
-      [](OpBuilder &nb, Location loc, ValueRange args) {
-        Value row = linalg::IndexOp::create(nb, loc, 0);
-        Value col = linalg::IndexOp::create(nb, loc, 1);
-        Value below = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ule,
-                                            col, row);
-        Value zero = arith::ConstantOp::create(
-            nb, loc, nb.getZeroAttr(args[0].getType()));
-        linalg::YieldOp::create(
-            nb, loc,
-            arith::SelectOp::create(nb, loc, below, args[0], zero).getResult());
-      });
-  return generic.getResult(0);
-}
-
 struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -72,8 +50,7 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
               ArrayRef<OpFoldResult>{one, one, one, b.getIndexAttr(values),
                                      b.getIndexAttr(features)},
               SmallVector<OpFoldResult>(5, one));
-          Value scores = lowerTriangle(
-              b, tiles.product(ProductForm::NT, queries, keys,
+          Value scores = tiles.lowerTriangle(tiles.product(ProductForm::NT, queries, keys,
                                tiles.zeros({tiles.chunk, tiles.chunk})));
           Value y = tiles.product(ProductForm::NT, queries, start,
                                   tiles.zeros({tiles.chunk, values}));

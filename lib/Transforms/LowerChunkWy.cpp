@@ -18,37 +18,6 @@ using namespace mlir;
 namespace fwp {
 namespace {
 
-/// X solved a row at a time: rows of `scaledBase` less M's row times X.
-Value substitute(ChunkTiles &tiles, Value m, Value scaledBase) {
-  ImplicitLocOpBuilder &b = tiles.b;
-  auto type = cast<RankedTensorType>(scaledBase.getType());
-  int64_t width = type.getDimSize(1);
-  Value solved = tiles.zeros(type.getShape());
-  auto rows = scf::ForOp::create(
-      b, tiles.index(0), tiles.index(tiles.chunk), tiles.index(1),
-      ValueRange{solved},
-      [&](OpBuilder &nb, Location loc, Value r, ValueRange iterArgs) {
-        ImplicitLocOpBuilder rb(loc, nb);
-        ChunkTiles rowTiles(rb, tiles.element, tiles.chunk, tiles.batchFirst);
-        OpFoldResult one = rb.getIndexAttr(1), zero = rb.getIndexAttr(0);
-        auto row = [&](Value tile, int64_t cols) -> Value {
-          return tensor::ExtractSliceOp::create(
-              rb, RankedTensorType::get({1, cols}, tiles.element), tile,
-              ArrayRef<OpFoldResult>{r, zero},
-              ArrayRef<OpFoldResult>{one, rb.getIndexAttr(cols)},
-              ArrayRef<OpFoldResult>{one, one});
-        };
-        Value x = rowTiles.product(ProductForm::NN, row(m, tiles.chunk),
-                                   iterArgs[0], row(scaledBase, width),
-                                   /*subtract=*/true);
-        Value updated = rowTiles.place(
-            x, iterArgs[0],
-            rowTiles.region({r, zero}, {one, rb.getIndexAttr(width)}));
-        scf::YieldOp::create(rb, updated);
-      });
-  return rows.getResult(0);
-}
-
 struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -77,8 +46,8 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
           Value gram = tiles.product(ProductForm::NT, keys, keys,
                                      tiles.zeros({tiles.chunk, tiles.chunk}));
           Value m = tiles.scaleRows(gates, gram);
-          Value wt = substitute(tiles, m, tiles.scaleRows(gates, keys));
-          Value ut = substitute(tiles, m, tiles.scaleRows(gates, vals));
+          Value wt = tiles.substitute(m, tiles.scaleRows(gates, keys));
+          Value ut = tiles.substitute(m, tiles.scaleRows(gates, vals));
           ChunkTiles::Slice wtRows =
               tiles.rowsSlice(point[0], point[1], t0, len, features);
           ChunkTiles::Slice utRows =

@@ -133,12 +133,16 @@ Value ChunkTiles::loadRows(Value perStep, Value bi, Value h, Value t0,
 
 Value ChunkTiles::firstRows(Value tile, Value len) {
   auto type = cast<RankedTensorType>(tile.getType());
-  int64_t width = type.getDimSize(1);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = ShapedType::kDynamic;
+  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = {len};
+  if (shape.size() == 2)
+    sizes.push_back(b.getIndexAttr(shape[1]));
+  Slice rows = region(offsets, sizes);
   return tensor::ExtractSliceOp::create(
-      b, RankedTensorType::get({ShapedType::kDynamic, width}, element), tile,
-      ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{len, b.getIndexAttr(width)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+      b, RankedTensorType::get(shape, element), tile, rows.offsets,
+      rows.sizes, rows.strides);
 }
 
 Value ChunkTiles::product(ProductForm form, Value lhs, Value rhs, Value acc,
@@ -188,6 +192,113 @@ Value ChunkTiles::scaleRows(Value gates, Value tile) {
   return generic.getResult(0);
 }
 
+Value ChunkTiles::rowDots(Value lhs, Value rhs, Value acc, bool subtract) {
+  MLIRContext *context = b.getContext();
+  AffineExpr r = getAffineDimExpr(0, context), c = getAffineDimExpr(1, context);
+  AffineMap both = AffineMap::get(2, 0, {r, c}, context);
+  auto generic = linalg::GenericOp::create(
+      b, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
+      ArrayRef<AffineMap>{both, both, AffineMap::get(2, 0, {r}, context)},
+      SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
+                                       utils::IteratorType::reduction},
+      [subtract](OpBuilder &nb, Location loc, ValueRange args) {
+        Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
+        Value sum = subtract ? arith::SubFOp::create(nb, loc, args[2], term)
+                                   .getResult()
+                             : arith::AddFOp::create(nb, loc, args[2], term)
+                                   .getResult();
+        linalg::YieldOp::create(nb, loc, sum);
+      });
+  return generic.getResult(0);
+}
+
+/// A map over a chunk x chunk tile (`square`, or none) that yields
+/// `value(row, col, element)`.
+static Value mapSquare(
+    ImplicitLocOpBuilder &b, Value init, Value square,
+    function_ref<Value(OpBuilder &, Location, Value, Value, Value)> value) {
+  MLIRContext *context = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps = {identity};
+  if (square) {
+    inputs.push_back(square);
+    maps.push_back(identity);
+  }
+  auto generic = linalg::GenericOp::create(
+      b, init.getType(), inputs, ValueRange{init}, maps,
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value row = linalg::IndexOp::create(nb, loc, 0);
+        Value col = linalg::IndexOp::create(nb, loc, 1);
+        linalg::YieldOp::create(nb, loc,
+                                value(nb, loc, row, col, args.front()));
+      });
+  return generic.getResult(0);
+}
+
+Value ChunkTiles::lowerTriangle(Value square, bool strict) {
+  auto type = cast<RankedTensorType>(square.getType());
+  Value init = tensor::EmptyOp::create(b, type.getShape(), element);
+  return mapSquare(b, init, square,
+                   [&](OpBuilder &nb, Location loc, Value row, Value col,
+                       Value entry) -> Value {
+                     Value below = arith::CmpIOp::create(
+                         nb, loc,
+                         strict ? arith::CmpIPredicate::ult
+                                : arith::CmpIPredicate::ule,
+                         col, row);
+                     Value zero = arith::ConstantOp::create(
+                         nb, loc, nb.getZeroAttr(entry.getType()));
+                     return arith::SelectOp::create(nb, loc, below, entry,
+                                                    zero);
+                   });
+}
+
+Value ChunkTiles::identity() {
+  Value init = tensor::EmptyOp::create(b, {chunk, chunk}, element);
+  return mapSquare(b, init, nullptr,
+                   [&](OpBuilder &nb, Location loc, Value row, Value col,
+                       Value) -> Value {
+                     Value diagonal = arith::CmpIOp::create(
+                         nb, loc, arith::CmpIPredicate::eq, row, col);
+                     Value one = arith::ConstantOp::create(
+                         nb, loc, nb.getFloatAttr(element, 1.0));
+                     Value zero = arith::ConstantOp::create(
+                         nb, loc, nb.getZeroAttr(element));
+                     return arith::SelectOp::create(nb, loc, diagonal, one,
+                                                    zero);
+                   });
+}
+
+Value ChunkTiles::substitute(Value m, Value base) {
+  auto type = cast<RankedTensorType>(base.getType());
+  int64_t width = type.getDimSize(1);
+  Value solved = zeros(type.getShape());
+  auto rows = scf::ForOp::create(
+      b, index(0), index(chunk), index(1), ValueRange{solved},
+      [&](OpBuilder &nb, Location loc, Value r, ValueRange iterArgs) {
+        ImplicitLocOpBuilder rb(loc, nb);
+        ChunkTiles rowTiles(rb, element, chunk, batchFirst);
+        OpFoldResult one = rb.getIndexAttr(1), zero = rb.getIndexAttr(0);
+        auto row = [&](Value tile, int64_t cols) -> Value {
+          return tensor::ExtractSliceOp::create(
+              rb, RankedTensorType::get({1, cols}, element), tile,
+              ArrayRef<OpFoldResult>{r, zero},
+              ArrayRef<OpFoldResult>{one, rb.getIndexAttr(cols)},
+              ArrayRef<OpFoldResult>{one, one});
+        };
+        // Rows r.. of X are still zero: the product takes rows above r.
+        Value x = rowTiles.product(ProductForm::NN, row(m, chunk), iterArgs[0],
+                                   row(base, width), /*subtract=*/true);
+        Value updated = rowTiles.place(
+            x, iterArgs[0],
+            rowTiles.region({r, zero}, {one, rb.getIndexAttr(width)}));
+        scf::YieldOp::create(rb, updated);
+      });
+  return rows.getResult(0);
+}
+
 scf::ForallOp buildForall(
     ImplicitLocOpBuilder &b, ArrayRef<Value> bounds, ValueRange outputs,
     function_ref<SmallVector<ParallelStore>(ValueRange, ValueRange)> body) {
@@ -224,9 +335,13 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
     populateLowerChunkWyPattern(patterns);
     populateLowerChunkStatesPattern(patterns);
     populateLowerChunkOutputPattern(patterns);
+    populateLowerChunkStatesGradPattern(patterns);
+    populateLowerChunkQkGradPattern(patterns);
+    populateLowerChunkWyGradPattern(patterns);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
     WalkResult left = getOperation()->walk([](Operation *op) {
-      if (!isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp>(op))
+      if (!isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp, ChunkStatesGradOp,
+               ChunkQkGradOp, ChunkWyGradOp>(op))
         return WalkResult::advance();
       op->emitOpError("fwp-lower-chunks needs static feature and value "
                       "widths");

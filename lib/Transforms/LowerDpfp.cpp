@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionBuilders.h"
+#include "DpfpBuilders.h"
 
 #include "fwp/Dialect/FwpOps.h"
 #include "fwp/Transforms/Passes.h"
@@ -20,9 +21,30 @@ namespace fwp {
 } // namespace fwp
 
 using namespace mlir;
-using namespace fwp;
 
-namespace {
+namespace fwp {
+
+/// x[j] = relu([k, -k])[j] of the vector of `input` at `position` (its
+/// leading indices), j in [0, 2d).
+Value reluAt(OpBuilder &nb, Location nloc, Value input,
+             ArrayRef<Value> position, Value jj, int64_t d) {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(nb, nloc, v).getResult();
+  };
+  Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+  Value zero = arith::ConstantOp::create(nb, nloc, nb.getZeroAttr(elementType));
+  SmallVector<Value> at(position);
+  at.push_back(arith::RemUIOp::create(nb, nloc, jj, index(d)));
+  Value k = tensor::ExtractOp::create(nb, nloc, input, at);
+  Value firstHalf = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ult,
+                                          jj, index(d));
+  Value signed_ = arith::SelectOp::create(nb, nloc, firstHalf, k,
+                                          arith::NegFOp::create(nb, nloc, k));
+  Value positive = arith::CmpFOp::create(nb, nloc, arith::CmpFPredicate::OGT,
+                                         signed_, zero);
+  return arith::SelectOp::create(nb, nloc, positive, signed_, zero)
+      .getResult();
+}
 
 /// phi[..., (i-1)*2d + j] = x[j] * x[(j - i) mod 2d], x = relu([k, -k]).
 Value createProducts(OpBuilder &b, Location loc, Value input,
@@ -54,21 +76,8 @@ Value createProducts(OpBuilder &b, Location loc, Value input,
             arith::SubIOp::create(nb, nloc,
                                   arith::AddIOp::create(nb, nloc, j, twoD), i),
             twoD);
-        Type elementType = resultType.getElementType();
-        Value zero =
-            arith::ConstantOp::create(nb, nloc, nb.getZeroAttr(elementType));
         auto relu = [&](Value jj) {
-          SmallVector<Value> at = position;
-          at.push_back(arith::RemUIOp::create(nb, nloc, jj, index(d)));
-          Value k = tensor::ExtractOp::create(nb, nloc, input, at);
-          Value firstHalf = arith::CmpIOp::create(
-              nb, nloc, arith::CmpIPredicate::ult, jj, index(d));
-          Value signed_ = arith::SelectOp::create(
-              nb, nloc, firstHalf, k, arith::NegFOp::create(nb, nloc, k));
-          Value positive = arith::CmpFOp::create(
-              nb, nloc, arith::CmpFPredicate::OGT, signed_, zero);
-          return arith::SelectOp::create(nb, nloc, positive, signed_, zero)
-              .getResult();
+          return reluAt(nb, nloc, input, position, jj, d);
         };
         Value product = arith::MulFOp::create(nb, nloc, relu(j), relu(rolled));
         linalg::YieldOp::create(nb, nloc, product);
@@ -96,6 +105,8 @@ Value createRowSums(OpBuilder &b, Location loc, Value phi,
       });
   return generic.getResult(0);
 }
+
+namespace {
 
 /// phi / (sum + eps), [..., D].
 Value createNormalized(OpBuilder &b, Location loc, Value phi, Value sums,
@@ -162,20 +173,27 @@ struct FwpLowerDpfp : fwp::impl::FwpLowerDpfpBase<FwpLowerDpfp> {
   using FwpLowerDpfpBase::FwpLowerDpfpBase;
 
   void runOnOperation() override {
-    WalkResult dynamic = getOperation()->walk([](DpfpOp op) {
-      auto type = op.getInput().getType();
-      if (!type.isDynamicDim(type.getRank() - 1))
+    WalkResult dynamic = getOperation()->walk([](Operation *op) {
+      Value input;
+      if (auto map = dyn_cast<DpfpOp>(op))
+        input = map.getInput();
+      if (auto grad = dyn_cast<DpfpGradOp>(op))
+        input = grad.getInput();
+      auto type = input ? cast<RankedTensorType>(input.getType()) : nullptr;
+      if (!type || !type.isDynamicDim(type.getRank() - 1))
         return WalkResult::advance();
-      op.emitOpError("cannot be lowered: the vector size must be static");
+      op->emitOpError("cannot be lowered: the vector size must be static");
       return WalkResult::interrupt();
     });
     if (dynamic.wasInterrupted())
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerDpfpPattern>(&getContext());
+    populateLowerDpfpGradPattern(patterns);
     if (failed(applyPatternsOnly(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
 
 } // namespace
+} // namespace fwp

@@ -1,9 +1,16 @@
 //===- ScanToChunks.cpp - fwp.scan as the stages of the chunked scan ------===//
 //
-// The delta rule:  Wt, Ut = chunk_wy(K, V, b)
-//                  h, U, S_T = chunk_states(K, Ut, wt = Wt, initial)
-//                  Y = chunk_output(Q, K, U, h)
-// The sum rule writes its values as they are: chunk_states(K, V, initial).
+// The delta rule's forward:
+//   Wt, Ut       = chunk_wy(K, V, b)
+//   h, U, S_T    = chunk_states(K, Ut, wt = Wt, initial)
+//   Y            = chunk_output(Q, K, U, h)
+// and its gradient, after the same forward:
+//   dU, dh, dS_0 = chunk_states_grad(Q, K, dY, wt = Wt, d_final)
+//   dQ, dK, dWt  = chunk_qk_grad(Q, K, U, h, dh, dY, dU)
+//   dK', dV, db  = chunk_wy_grad(K, V, b, dU, dWt);  dK += dK'
+// The sum rule writes its values as they are: no WY form, dV = dU. With
+// DPFP applied by the scan, fwp.dpfp makes the features and fwp.dpfp_grad
+// takes dQ and dK back to the raw vectors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,14 +30,76 @@ using namespace fwp;
 
 namespace {
 
-/// The features of a scan that applies DPFP itself: fwp.dpfp of `input`.
-Value features(PatternRewriter &rewriter, ScanOp scan, Value input) {
-  auto type = cast<RankedTensorType>(input.getType());
-  SmallVector<int64_t> shape(type.getShape());
-  shape.back() *= 2 * *scan.getDpfpNu();
-  return DpfpOp::create(rewriter, scan.getLoc(), type.clone(shape), input,
-                        scan.getDpfpNuAttr(), scan.getDpfpEpsAttr());
-}
+/// The chunked forward of a scan or a scan gradient: its features and the
+/// stages up to the states.
+struct ChunkedForward {
+  Value q, k, wt, u, h, finalState;
+  RankedTensorType stateType;
+  IntegerAttr chunk;
+  UnitAttr batchFirst;
+
+  template <typename ScanLikeOp>
+  ChunkedForward(PatternRewriter &rewriter, ScanLikeOp scan, int64_t chunkSize,
+                 Type finalStateType)
+      : chunk(rewriter.getI64IntegerAttr(chunkSize)),
+        batchFirst(scan.getBatchFirstAttr()) {
+    Location loc = scan.getLoc();
+    q = scan.getQ();
+    k = scan.getK();
+    if (scan.getDpfpNu()) {
+      q = features(rewriter, scan, q);
+      k = features(rewriter, scan, k);
+    }
+    auto kType = cast<RankedTensorType>(k.getType());
+    auto vType = cast<RankedTensorType>(scan.getV().getType());
+    bool first = scan.getBatchFirst();
+    int64_t steps = kType.getDimSize(first ? 1 : 0);
+    int64_t batch = kType.getDimSize(first ? 0 : 1);
+    int64_t heads = kType.getDimSize(2);
+    int64_t width = kType.getDimSize(3), values = vType.getDimSize(3);
+    int64_t chunks = ShapedType::isDynamic(steps)
+                         ? ShapedType::kDynamic
+                         : llvm::divideCeil(steps, chunkSize);
+    Type element = kType.getElementType();
+    auto startStates =
+        RankedTensorType::get({batch, heads, chunks, values, width}, element);
+    stateType =
+        finalStateType
+            ? cast<RankedTensorType>(finalStateType)
+            : RankedTensorType::get({batch, heads, values, width}, element);
+
+    Value written = scan.getV();
+    if (scan.getRule() == Rule::Delta) {
+      auto wy = ChunkWyOp::create(rewriter, loc, kType, vType, k, scan.getV(),
+                                  scan.getBeta(), chunk, batchFirst);
+      wt = wy.getWt();
+      written = wy.getUt();
+    }
+    auto states = ChunkStatesOp::create(rewriter, loc, startStates, vType,
+                                        stateType, k, written, wt,
+                                        scan.getInitial(), chunk, batchFirst);
+    u = states.getU();
+    h = states.getH();
+    finalState = states.getFinalState();
+  }
+
+  /// Y.
+  Value output(PatternRewriter &rewriter, Location loc, Type type) {
+    return ChunkOutputOp::create(rewriter, loc, type, q, k, u, h, chunk,
+                                 batchFirst);
+  }
+
+  /// The features of a scan that applies DPFP itself: fwp.dpfp of `input`.
+  template <typename ScanLikeOp>
+  static Value features(PatternRewriter &rewriter, ScanLikeOp scan,
+                        Value input) {
+    auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() *= 2 * *scan.getDpfpNu();
+    return DpfpOp::create(rewriter, scan.getLoc(), type.clone(shape), input,
+                          scan.getDpfpNuAttr(), scan.getDpfpEpsAttr());
+  }
+};
 
 struct ScanToChunks : OpRewritePattern<ScanOp> {
   ScanToChunks(MLIRContext *context, int64_t chunkSize)
@@ -38,50 +107,72 @@ struct ScanToChunks : OpRewritePattern<ScanOp> {
 
   LogicalResult matchAndRewrite(ScanOp scan,
                                 PatternRewriter &rewriter) const override {
-    Location loc = scan.getLoc();
-    Value q = scan.getQ(), k = scan.getK();
-    if (scan.getDpfpNu()) {
-      q = features(rewriter, scan, q);
-      k = features(rewriter, scan, k);
-    }
-    auto kType = cast<RankedTensorType>(k.getType());
-    auto vType = cast<RankedTensorType>(scan.getV().getType());
-    bool batchFirst = scan.getBatchFirst();
-    int64_t steps = kType.getDimSize(batchFirst ? 1 : 0);
-    int64_t batch = kType.getDimSize(batchFirst ? 0 : 1);
-    int64_t heads = kType.getDimSize(2);
-    int64_t features = kType.getDimSize(3), values = vType.getDimSize(3);
-    int64_t chunks = ShapedType::isDynamic(steps)
-                         ? ShapedType::kDynamic
-                         : llvm::divideCeil(steps, chunkSize);
-    Type element = kType.getElementType();
-    IntegerAttr chunkAttr = rewriter.getI64IntegerAttr(chunkSize);
-    UnitAttr batchFirstAttr = scan.getBatchFirstAttr();
-    auto startStates = RankedTensorType::get(
-        {batch, heads, chunks, values, features}, element);
-    auto finalState =
-        scan.getFinalState()
-            ? cast<RankedTensorType>(scan.getFinalState().getType())
-            : RankedTensorType::get({batch, heads, values, features}, element);
-
-    Value written = scan.getV(), wt;
-    if (scan.getRule() == Rule::Delta) {
-      auto wy = ChunkWyOp::create(rewriter, loc, kType, vType, k, scan.getV(),
-                                  scan.getBeta(), chunkAttr, batchFirstAttr);
-      wt = wy.getWt();
-      written = wy.getUt();
-    }
-    auto states = ChunkStatesOp::create(rewriter, loc, startStates, vType,
-                                        finalState, k, written, wt,
-                                        scan.getInitial(), chunkAttr,
-                                        batchFirstAttr);
-    Value y = ChunkOutputOp::create(rewriter, loc, scan.getY().getType(), q,
-                                    k, states.getU(), states.getH(), chunkAttr,
-                                    batchFirstAttr);
-    SmallVector<Value> results = {y};
-    if (scan.getFinalState())
-      results.push_back(states.getFinalState());
+    Value finalState = scan.getFinalState();
+    ChunkedForward forward(rewriter, scan, chunkSize,
+                           finalState ? finalState.getType() : Type());
+    SmallVector<Value> results = {
+        forward.output(rewriter, scan.getLoc(), scan.getY().getType())};
+    if (finalState)
+      results.push_back(forward.finalState);
     rewriter.replaceOp(scan, results);
+    return success();
+  }
+
+  int64_t chunkSize;
+};
+
+struct ScanGradToChunks : OpRewritePattern<ScanGradOp> {
+  ScanGradToChunks(MLIRContext *context, int64_t chunkSize)
+      : OpRewritePattern(context), chunkSize(chunkSize) {}
+
+  LogicalResult matchAndRewrite(ScanGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value dInitial = op.getDInitial();
+    ChunkedForward forward(rewriter, op, chunkSize,
+                           dInitial ? dInitial.getType() : Type());
+    IntegerAttr chunk = forward.chunk;
+    UnitAttr batchFirst = forward.batchFirst;
+    Type featureType = forward.k.getType();
+    auto gradients = ChunkStatesGradOp::create(
+        rewriter, loc, op.getDy().getType(), forward.h.getType(),
+        forward.stateType, forward.q, forward.k, op.getDy(), forward.wt,
+        op.getDFinalState(), chunk, batchFirst);
+    Value du = gradients.getDu();
+    bool delta = op.getRule() == Rule::Delta;
+    auto qk = ChunkQkGradOp::create(
+        rewriter, loc, featureType, featureType,
+        delta ? featureType : Type(), forward.q, forward.k, forward.u,
+        forward.h, gradients.getDh(), op.getDy(), du, chunk, batchFirst);
+    Value dq = qk.getDq(), dk = qk.getDk(), dv = du, dbeta;
+    if (delta) {
+      auto wy = ChunkWyGradOp::create(
+          rewriter, loc, featureType, op.getV().getType(),
+          op.getBeta().getType(), forward.k, op.getV(), op.getBeta(), du,
+          qk.getDwt(), chunk, batchFirst);
+      Value sum = tensor::EmptyOp::create(
+          rewriter, loc, tensor::getMixedSizes(rewriter, loc, dk),
+          cast<RankedTensorType>(featureType).getElementType());
+      dk = linalg::AddOp::create(rewriter, loc, ValueRange{dk, wy.getDk()},
+                                 ValueRange{sum})
+               .getResult(0);
+      dv = wy.getDv();
+      dbeta = wy.getDbeta();
+    }
+    if (op.getDpfpNu()) {
+      dq = DpfpGradOp::create(rewriter, loc, op.getQ().getType(), op.getQ(),
+                              dq, op.getDpfpNuAttr(), op.getDpfpEpsAttr());
+      dk = DpfpGradOp::create(rewriter, loc, op.getK().getType(), op.getK(),
+                              dk, op.getDpfpNuAttr(), op.getDpfpEpsAttr());
+    }
+    SmallVector<Value> results = {dq, dk, dv};
+    if (dbeta)
+      results.push_back(dbeta);
+    if (dInitial)
+      results.push_back(gradients.getDInitial());
+    if (op.getY())
+      results.push_back(forward.output(rewriter, loc, op.getY().getType()));
+    rewriter.replaceOp(op, results);
     return success();
   }
 
@@ -92,14 +183,15 @@ struct FwpScanToChunks : fwp::impl::FwpScanToChunksBase<FwpScanToChunks> {
   using FwpScanToChunksBase::FwpScanToChunksBase;
 
   void runOnOperation() override {
-    if (static_cast<int64_t>(chunkSize) < 1) {
+    int64_t chunk = chunkSize;
+    if (chunk < 1) {
       emitError(getOperation()->getLoc())
           << "fwp-scan-to-chunks: chunk-size must be at least 1, got "
-          << static_cast<int64_t>(chunkSize);
+          << chunk;
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<ScanToChunks>(&getContext(), chunkSize);
+    patterns.add<ScanToChunks, ScanGradToChunks>(&getContext(), chunk);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

@@ -75,14 +75,18 @@ def FwpScanToChunks : Pass<"fwp-scan-to-chunks"> {
     docs/delta-rule-math.md, section 4, as fla's `chunk_delta_rule` calls
     them: `fwp.chunk_wy` (the delta rule's `Wt`, `Ut`), `fwp.chunk_states`
     (the state at every chunk's start, the values written, the final
-    state) and `fwp.chunk_output`, each with `chunk_size`. A scan that
-    applies DPFP itself gets `fwp.dpfp` on `q` and `k` first.
+    state) and `fwp.chunk_output`, each with `chunk_size`; each
+    `fwp.scan_grad` into the same forward, then `fwp.chunk_states_grad`,
+    `fwp.chunk_qk_grad` and, for the delta rule, `fwp.chunk_wy_grad`
+    (section 5). A scan that applies DPFP itself gets `fwp.dpfp` on `q` and
+    `k` first, and its gradient `fwp.dpfp_grad` last.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
            "steps per chunk">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 

@@ -146,4 +146,162 @@ def Fwp_ChunkOutputOp : Fwp_Op<"chunk_output", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// The backward (docs/delta-rule-math.md, section 5), as fla's
+// chunk_delta_rule_bwd calls it:
+//
+//   %du, %dh, %d_initial = fwp.chunk_states_grad %q, %k, %dy wt(%wt)
+//                                                   (chunk_gated_..._bwd_dhu)
+//   %dq, %dk, %dwt       = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+//                                                   (chunk_bwd_dqkwg)
+//   %dk2, %dv, %dbeta    = fwp.chunk_wy_grad %k, %v, %beta, %du, %dwt
+//                                                   (prepare_wy_repr_bwd)
+//===----------------------------------------------------------------------===//
+
+def Fwp_ChunkStatesGradOp : Fwp_Op<"chunk_states_grad",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "the pass over the chunks, last to first, that carries the "
+                "state's gradient";
+  let description = [{
+    Backwards over the chunks of every batch element and head, from `dS` =
+    `d_final` (`[B, H, d_v, D]`) or zero, with `P = tril(Q K^T)`:
+
+    ```
+    dh[c] = dS                      the gradient of the chunk's end state
+    dU    = P^T dY + K dS^T
+    dS    = dS + dY^T Q - dU^T Wt   (no dU^T Wt term without `wt`)
+    ```
+
+    Results: `dU` (the gradient of the values the chunks write, the type
+    of `dy`), `dh` (`[B, H, N, d_v, D]`) and the initial state's gradient
+    (`[B, H, d_v, D]`). With `wt` (the delta rule) the state's gradient
+    flows through `U = Ut - Wt S^T` as well.
+
+    Example:
+
+    ```mlir
+    %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy
+        wt(%wt : tensor<40x2x4x32xf32>) chunk_size = 16
+        : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+        -> tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+    ```
+  }];
+  let arguments = (ins Fwp_ChunkTensor:$q,
+                       Fwp_ChunkTensor:$k,
+                       Fwp_ChunkTensor:$dy,
+                       Optional<Fwp_ChunkTensor>:$wt,
+                       Optional<Fwp_ChunkTensor>:$d_final,
+                       I64Attr:$chunk_size,
+                       UnitAttr:$batch_first);
+  let results = (outs Fwp_ChunkTensor:$du,
+                      Fwp_ChunkTensor:$dh,
+                      Fwp_ChunkTensor:$d_initial);
+  let assemblyFormat = [{
+    $q `,` $k `,` $dy (`wt` `(` $wt^ `:` type($wt) `)`)?
+    (`d_final` `(` $d_final^ `:` type($d_final) `)`)?
+    `chunk_size` `=` $chunk_size (`batch_first` $batch_first^)?
+    attr-dict `:` type($q) `,` type($k) `,` type($dy)
+    `->` type($du) `,` type($dh) `,` type($d_initial)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fwp_ChunkQkGradOp : Fwp_Op<"chunk_qk_grad", [Pure]> {
+  let summary = "each chunk's gradients of its queries, keys and W~";
+  let description = [{
+    For every chunk, all chunks independent, with `S = h[c]` its start
+    state, `dS = dh[c]` its end state's gradient, `U` its written values
+    and `dU` their gradient:
+
+    ```
+    dP  = tril(dY U^T)
+    dQ  = dY S + dP K
+    dK  = dP^T Q + U dS
+    dWt = -dU S                     (only with a `dwt` result)
+    ```
+
+    `dK` is complete for the sum rule; for the delta rule
+    `fwp.chunk_wy_grad` adds the keys' part in the WY form.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+        chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+        tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+        -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+        dwt(tensor<40x2x4x32xf32>)
+    ```
+  }];
+  let arguments = (ins Fwp_ChunkTensor:$q,
+                       Fwp_ChunkTensor:$k,
+                       Fwp_ChunkTensor:$u,
+                       Fwp_ChunkTensor:$h,
+                       Fwp_ChunkTensor:$dh,
+                       Fwp_ChunkTensor:$dy,
+                       Fwp_ChunkTensor:$du,
+                       I64Attr:$chunk_size,
+                       UnitAttr:$batch_first);
+  let results = (outs Fwp_ChunkTensor:$dq,
+                      Fwp_ChunkTensor:$dk,
+                      Optional<Fwp_ChunkTensor>:$dwt);
+  let assemblyFormat = [{
+    $q `,` $k `,` $u `,` $h `,` $dh `,` $dy `,` $du
+    `chunk_size` `=` $chunk_size (`batch_first` $batch_first^)?
+    attr-dict `:` type($q) `,` type($k) `,` type($u) `,` type($h) `,`
+    type($dh) `,` type($dy) `,` type($du)
+    `->` type($dq) `,` type($dk) (`dwt` `(` type($dwt)^ `)`)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Fwp_ChunkWyGradOp : Fwp_Op<"chunk_wy_grad", [Pure]> {
+  let summary = "gradients through each chunk's WY form";
+  let description = [{
+    For every chunk, all chunks independent, given the gradients `dU` of
+    `Ut = A diag(b) V` and `dWt` of `Wt = A diag(b) K`, with `A = (I + M)^-1`
+    and `M = diag(b) stril(K K^T)` made again from `k` and `beta`:
+
+    ```
+    dV  = diag(b) A^T dU
+    dK  = diag(b) A^T dWt + G K + G^T K,   G = diag(b) dM
+    dA  = dU (diag(b) V)^T + dWt (diag(b) K)^T
+    dM  = -stril(A^T dA A^T)
+    db  = rowsum((A^T dU) * V) + rowsum((A^T dWt) * K)
+          + rowsum(dM * (K K^T))
+    ```
+
+    The results are the keys' part of `dk` through the WY form (to be
+    added to `fwp.chunk_qk_grad`'s), `dv` and `dbeta`, with the types of
+    `k`, `v` and `beta`.
+
+    Example:
+
+    ```mlir
+    %dk, %dv, %db = fwp.chunk_wy_grad %k, %v, %beta, %du, %dwt
+        chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<40x2x4xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+        -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+    ```
+  }];
+  let arguments = (ins Fwp_ChunkTensor:$k,
+                       Fwp_ChunkTensor:$v,
+                       Fwp_ChunkTensor:$beta,
+                       Fwp_ChunkTensor:$du,
+                       Fwp_ChunkTensor:$dwt,
+                       I64Attr:$chunk_size,
+                       UnitAttr:$batch_first);
+  let results = (outs Fwp_ChunkTensor:$dk,
+                      Fwp_ChunkTensor:$dv,
+                      Fwp_ChunkTensor:$dbeta);
+  let assemblyFormat = [{
+    $k `,` $v `,` $beta `,` $du `,` $dwt
+    `chunk_size` `=` $chunk_size (`batch_first` $batch_first^)?
+    attr-dict `:` type($k) `,` type($v) `,` type($beta) `,` type($du) `,`
+    type($dwt) `->` type($dk) `,` type($dv) `,` type($dbeta)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FWP_DIALECT_FWPCHUNKOPS_TD

@@ -273,6 +273,39 @@ def Fwp_ScanGradOp : Fwp_Op<"scan_grad",
   let hasVerifier = 1;
 }
 
+def Fwp_DpfpGradOp : Fwp_Op<"dpfp_grad", [Pure]> {
+  let summary = "gradient of fwp.dpfp with respect to its input";
+  let description = [{
+    Given the input `k` (`[..., d]`) of an `fwp.dpfp` with the same `nu`
+    and `eps`, and the gradient `d_features` (`[..., 2*d*nu]`) of a loss
+    with respect to its result, returns the gradient with respect to `k`
+    (the type of `k`). With `s = sum(phi) + eps`, `phi' = phi / s`:
+
+    ```
+    dphi   = (d_features - (d_features . phi')) / s
+    dx[j]  = sum_i dphi_i[j] x[j - i] + dphi_i[j + i] x[j + i]   (mod 2d)
+    dk[n]  = dx[n] where k[n] > 0, -dx[n + d] where k[n] < 0, else 0
+    ```
+
+    Example:
+
+    ```mlir
+    %dk = fwp.dpfp_grad %k, %dphi nu = 2
+        : tensor<16x2x4x8xf32>, tensor<16x2x4x32xf32> -> tensor<16x2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Fwp_FloatTensor:$input,
+                       Fwp_FloatTensor:$d_features,
+                       DefaultValuedAttr<I64Attr, "1">:$nu,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs Fwp_FloatTensor:$d_input);
+  let assemblyFormat = [{
+    $input `,` $d_features (`nu` `=` $nu^)? (`eps` `=` $eps^)? attr-dict
+    `:` type($input) `,` type($d_features) `->` type($d_input)
+  }];
+  let hasVerifier = 1;
+}
+
 def Fwp_AttentionGradOp : Fwp_Op<"attention_grad", [Pure]> {
   let summary = "gradients of fwp.attention";
   let description = [{

@@ -1,0 +1,133 @@
+//===- LowerChunkStatesGrad.cpp - fwp.chunk_states_grad to linalg ---------===//
+//
+// One point of an scf.forall over (batch, head) per sequence, and in it the
+// chunks last to first (scf.for), the state's gradient dS an iter_arg:
+//
+//   dh[c] = dS;   dU = tril(Q K^T)^T dY + K dS^T;
+//   dS = dS + dY^T Q - dU^T Wt       (no dU^T Wt without wt)
+//
+// docs/delta-rule-math.md, section 5.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLowering.h"
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkStatesGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(requireStaticWidth(rewriter, op, op.getK(), "k")) ||
+        failed(requireStaticWidth(rewriter, op, op.getDy(), "dy")))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto kType = cast<RankedTensorType>(op.getK().getType());
+    Type element = kType.getElementType();
+    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    int64_t features = kType.getDimSize(3);
+    int64_t values = cast<RankedTensorType>(op.getDy().getType()).getDimSize(3);
+    Value steps = tiles.stepDim(op.getK(), 0);
+    Value chunks = tiles.numChunks(steps);
+    SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
+                                 tiles.stepDim(op.getK(), 2)};
+    Value outputs[] = {
+        tiles.emptyLike(op.getDy()),
+        emptyState(b, op.getDh(), {bounds[0], bounds[1], chunks}, element),
+        emptyState(b, op.getDInitial(), bounds, element)};
+
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    OpFoldResult valuesSize = b.getIndexAttr(values),
+                 featuresSize = b.getIndexAttr(features);
+    auto stateType = RankedTensorType::get({values, features}, element);
+    auto forall = buildForall(b, bounds, outputs, [&](ValueRange point,
+                                                      ValueRange outs) {
+      Value bi = point[0], h = point[1];
+      ChunkTiles::Slice dhSlice = tiles.region(
+          {bi, h, zero, zero, zero}, {one, one, chunks, valuesSize,
+                                      featuresSize});
+      ChunkTiles::Slice duSlice =
+          tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+      ChunkTiles::Slice stateSlice =
+          tiles.region({bi, h, zero, zero}, {one, one, valuesSize,
+                                             featuresSize});
+      Value stateGrad = tiles.zeros({values, features});
+      if (op.getDFinal())
+        stateGrad = tiles.copy(tensor::ExtractSliceOp::create(
+            b, stateType, op.getDFinal(), stateSlice.offsets,
+            stateSlice.sizes, stateSlice.strides));
+      Value headGrads = tensor::ExtractSliceOp::create(
+          b,
+          RankedTensorType::get({ShapedType::kDynamic, values, features},
+                                element),
+          outs[1], dhSlice.offsets, dhSlice.sizes, dhSlice.strides);
+      Value headRows = tensor::ExtractSliceOp::create(
+          b, RankedTensorType::get({ShapedType::kDynamic, values}, element),
+          outs[0], duSlice.offsets, duSlice.sizes, duSlice.strides);
+
+      auto loop = scf::ForOp::create(
+          b, tiles.index(0), chunks, tiles.index(1),
+          ValueRange{stateGrad, headGrads, headRows},
+          [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
+            ImplicitLocOpBuilder cb(loc, nb);
+            ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
+            Value last = arith::SubIOp::create(cb, chunks, t.index(1));
+            Value c = arith::SubIOp::create(cb, last, i);
+            Value ds = carried[0];
+            Value grads = t.place(
+                ds, carried[1],
+                t.region({c, zero, zero}, {one, valuesSize, featuresSize}));
+            auto [t0, len] = t.span(c, steps);
+            Value queries = t.loadRows(op.getQ(), bi, h, t0, len);
+            Value keys = t.loadRows(op.getK(), bi, h, t0, len);
+            Value dy = t.loadRows(op.getDy(), bi, h, t0, len);
+            Value scores = t.lowerTriangle(t.product(
+                ProductForm::NT, queries, keys, t.zeros({t.chunk, t.chunk})));
+            Value du = t.product(ProductForm::TN, scores, dy,
+                                 t.zeros({t.chunk, values}));
+            du = t.product(ProductForm::NT, keys, ds, du);
+            Value next = t.product(ProductForm::TN, dy, queries, ds);
+            if (op.getWt()) {
+              Value wt = t.loadRows(op.getWt(), bi, h, t0, len);
+              next = t.product(ProductForm::TN, du, wt, next,
+                               /*subtract=*/true);
+            }
+            Value rows = t.place(
+                t.firstRows(du, len), carried[2],
+                t.region({t0, zero}, {len, valuesSize}));
+            scf::YieldOp::create(cb, ValueRange{next, grads, rows});
+          });
+      return SmallVector<ParallelStore>{
+          {loop.getResult(2), outs[0], duSlice},
+          {loop.getResult(1), outs[1], dhSlice},
+          {tiles.copyTo(loop.getResult(0), outs[2], stateSlice), outs[2],
+           stateSlice}};
+    });
+    rewriter.replaceOp(op, forall.getResults());
+    return success();
+  }
+
+  /// tensor.empty of a state-like result, its dynamic leading sizes from
+  /// `leading` (batch, heads and, for per-chunk states, chunks).
+  static Value emptyState(ImplicitLocOpBuilder &b, Value result,
+                          ArrayRef<Value> leading, Type element) {
+    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<Value> sizes;
+    for (auto [dim, size] : llvm::enumerate(leading))
+      if (type.isDynamicDim(dim))
+        sizes.push_back(size);
+    return tensor::EmptyOp::create(b, type.getShape(), element, sizes);
+  }
+};
+
+} // namespace
+
+void populateLowerChunkStatesGradPattern(RewritePatternSet &patterns) {
+  patterns.add<LowerChunkStatesGrad>(patterns.getContext());
+}
+
+} // namespace fwp
