@@ -25,8 +25,7 @@ LogicalResult verifyChunking(ChunkOp op, LayoutChecker &layout) {
 /// [B, H, d_v, D].
 const StringRef kStateLayout[] = {"batch", "heads", "d_v", "D"};
 /// [B, H, N, d_v, D].
-const StringRef kChunkStatesLayout[] = {"batch", "heads", "chunks", "d_v",
-                                        "D"};
+const StringRef kChunkStatesLayout[] = {"batch", "heads", "chunks", "d_v", "D"};
 
 } // namespace
 

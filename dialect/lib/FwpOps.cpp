@@ -71,8 +71,8 @@ static LogicalResult verifyDpfpShapes(Operation *op, RankedTensorType inputType,
   for (int64_t dim = 0; dim < last; ++dim) {
     std::string name = "leading dim " + std::to_string(dim);
     if (failed(layout.bind(name, inputType.getDimSize(dim), "input", dim)) ||
-        failed(layout.bind(name, resultType.getDimSize(dim), featuresName,
-                           dim)))
+        failed(
+            layout.bind(name, resultType.getDimSize(dim), featuresName, dim)))
       return failure();
   }
 
@@ -84,8 +84,7 @@ static LogicalResult verifyDpfpShapes(Operation *op, RankedTensorType inputType,
   if (d && !resultType.isDynamicDim(last) &&
       resultType.getDimSize(last) != 2 * *d * nu)
     return op->emitOpError()
-           << featuresName << " feature size is "
-           << resultType.getDimSize(last)
+           << featuresName << " feature size is " << resultType.getDimSize(last)
            << ", expected 2 * d * nu = " << 2 * *d * nu;
   return success();
 }
@@ -102,8 +101,8 @@ LogicalResult DpfpOp::verify() {
 
 LogicalResult DpfpGradOp::verify() {
   if (failed(verifyDpfpShapes(getOperation(), getInput().getType(),
-                              getDFeatures().getType(), "d_features",
-                              getNu(), getEps().convertToDouble())))
+                              getDFeatures().getType(), "d_features", getNu(),
+                              getEps().convertToDouble())))
     return failure();
   if (getDInput().getType() != getInput().getType())
     return emitOpError() << "'d_input' must have the type of 'input' ("

@@ -10,6 +10,7 @@
 
 namespace fwp {
 
+using mlir::ArrayRef;
 using mlir::cast;
 using mlir::failed;
 using mlir::failure;
@@ -20,7 +21,6 @@ using mlir::StringRef;
 using mlir::success;
 using mlir::Type;
 using mlir::Value;
-using mlir::ArrayRef;
 
 /// Binds named dimension sizes across the tensors of one op and reports the
 /// first disagreement, naming both tensors.
@@ -97,7 +97,8 @@ private:
 /// The dimension names of a scan's per-step tensor whose last dimension is
 /// `last` (none for beta): [T, B, H, last], or [B, T, H, last] batch first.
 template <typename ScanLikeOp>
-mlir::SmallVector<mlir::StringRef> stepLayout(ScanLikeOp op, mlir::StringRef last = "") {
+mlir::SmallVector<mlir::StringRef> stepLayout(ScanLikeOp op,
+                                              mlir::StringRef last = "") {
   mlir::SmallVector<mlir::StringRef> names = {"seq_len", "batch", "heads"};
   if (op.getBatchFirst())
     std::swap(names[0], names[1]);

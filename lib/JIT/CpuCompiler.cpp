@@ -52,8 +52,8 @@ void initializeLlvmOnce() {
   });
 }
 
-void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling,
-           bool chunkStages, const std::string &dumpDirectory,
+void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling, bool chunkStages,
+           const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
     fail("building the module", diagnostics.text());
@@ -314,8 +314,7 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
   lower(*module, chunkSize, /*gpuTiling=*/false, /*chunkStages=*/false,
-        dumpDirectory,
-        compile.diagnostics(), fail);
+        dumpDirectory, compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);
   // Looking the entry points up generates the machine code now.

@@ -74,8 +74,8 @@ std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   llvm::function_ref<void(mlir::ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
-                  const std::string &dumpDirectory = "",
-                  bool gpuTiling = false, bool chunkStages = false);
+                  const std::string &dumpDirectory = "", bool gpuTiling = false,
+                  bool chunkStages = false);
 
 /// A memref descriptor over a caller's row-major buffer of `sizes`. The
 /// const_cast is safe for inputs: buildEntryFunction marks them

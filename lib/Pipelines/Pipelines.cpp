@@ -127,11 +127,12 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // With gpu-tiling the scan takes the GPU's kernels instead, its local
   // state tiles on each instance's stack.
   buildFwpToLoopsPipeline(
-      pm, options.gpuTiling
-              ? gpuTileScan(options.chunkSize, "stack", kHostScratchSlots)
-              : FwpTileScanOptions{options.chunkSize, kCpuValueBlock,
-                                   kCpuCausalBlock,
-                                   /*fuse=*/true},
+      pm,
+      options.gpuTiling
+          ? gpuTileScan(options.chunkSize, "stack", kHostScratchSlots)
+          : FwpTileScanOptions{options.chunkSize, kCpuValueBlock,
+                               kCpuCausalBlock,
+                               /*fuse=*/true},
       options.chunkStages);
   // The host frees its workspace. (The PTX pipeline leaves the host side to
   // the runtime, and canonicalising the kernels before they are mapped to

@@ -106,12 +106,12 @@ struct ParallelStore {
 /// one point's work (given its indices and the shared outs' block
 /// arguments) and says what it writes, which becomes the terminator's
 /// parallel_insert_slice ops.
-mlir::scf::ForallOp buildForall(
-    mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> bounds,
-    mlir::ValueRange outputs,
-    llvm::function_ref<llvm::SmallVector<ParallelStore>(
-        mlir::ValueRange indices, mlir::ValueRange outs)>
-        body);
+mlir::scf::ForallOp
+buildForall(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> bounds,
+            mlir::ValueRange outputs,
+            llvm::function_ref<llvm::SmallVector<ParallelStore>(
+                mlir::ValueRange indices, mlir::ValueRange outs)>
+                body);
 
 /// The patterns of fwp-lower-chunks, one per operation.
 void populateLowerChunkWyPattern(mlir::RewritePatternSet &patterns);

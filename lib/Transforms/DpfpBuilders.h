@@ -17,10 +17,8 @@ mlir::Value reluAt(mlir::OpBuilder &nb, mlir::Location nloc, mlir::Value input,
 
 /// phi[..., (i-1)*2d + j] = x[j] * x[(j - i) mod 2d], x = relu([k, -k]).
 mlir::Value createProducts(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::Value input,
-                           mlir::RankedTensorType resultType,
-                           llvm::ArrayRef<mlir::OpFoldResult> sizes,
-                           int64_t d);
+                           mlir::Value input, mlir::RankedTensorType resultType,
+                           llvm::ArrayRef<mlir::OpFoldResult> sizes, int64_t d);
 
 /// sum over the last dimension of `phi`, [...].
 mlir::Value createRowSums(mlir::OpBuilder &b, mlir::Location loc,

@@ -29,7 +29,8 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Type element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
     ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
-    int64_t features = cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
+    int64_t features =
+        cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getU().getType()).getDimSize(3);
     Value steps = tiles.stepDim(op.getQ(), 0);
     SmallVector<Value> bounds = {tiles.stepDim(op.getQ(), 1),
@@ -37,8 +38,8 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
                                  tiles.numChunks(steps)};
     Value outputs[] = {tiles.emptyLike(op.getU())};
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    auto forall = buildForall(
-        b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall =
+        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1], c = point[2];
           auto [t0, len] = tiles.span(c, steps);
           Value queries = tiles.loadRows(op.getQ(), bi, h, t0, len);
@@ -50,8 +51,9 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
               ArrayRef<OpFoldResult>{one, one, one, b.getIndexAttr(values),
                                      b.getIndexAttr(features)},
               SmallVector<OpFoldResult>(5, one));
-          Value scores = tiles.lowerTriangle(tiles.product(ProductForm::NT, queries, keys,
-                               tiles.zeros({tiles.chunk, tiles.chunk})));
+          Value scores = tiles.lowerTriangle(
+              tiles.product(ProductForm::NT, queries, keys,
+                            tiles.zeros({tiles.chunk, tiles.chunk})));
           Value y = tiles.product(ProductForm::NT, queries, start,
                                   tiles.zeros({tiles.chunk, values}));
           y = tiles.product(ProductForm::NN, scores, written, y);

@@ -40,8 +40,8 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
       outputs.push_back(tiles.emptyLike(op.getK()));
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     auto stateType = RankedTensorType::get({values, features}, element);
-    auto forall = buildForall(
-        b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall =
+        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1], c = point[2];
           auto [t0, len] = tiles.span(c, steps);
           Value queries = tiles.loadRows(op.getQ(), bi, h, t0, len);
@@ -49,18 +49,17 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
           Value written = tiles.loadRows(op.getU(), bi, h, t0, len);
           Value dy = tiles.loadRows(op.getDy(), bi, h, t0, len);
           ChunkTiles::Slice chunkState = tiles.region(
-              {bi, h, c, zero, zero},
-              {one, one, one, b.getIndexAttr(values),
-               b.getIndexAttr(features)});
+              {bi, h, c, zero, zero}, {one, one, one, b.getIndexAttr(values),
+                                       b.getIndexAttr(features)});
           auto state = [&](Value states) -> Value {
             return tensor::ExtractSliceOp::create(
                 b, stateType, states, chunkState.offsets, chunkState.sizes,
                 chunkState.strides);
           };
           Value start = state(op.getH()), endGrad = state(op.getDh());
-          Value dp = tiles.lowerTriangle(tiles.product(
-              ProductForm::NT, dy, written,
-              tiles.zeros({tiles.chunk, tiles.chunk})));
+          Value dp = tiles.lowerTriangle(
+              tiles.product(ProductForm::NT, dy, written,
+                            tiles.zeros({tiles.chunk, tiles.chunk})));
           Value dq = tiles.product(ProductForm::NN, dy, start,
                                    tiles.zeros({tiles.chunk, features}));
           dq = tiles.product(ProductForm::NN, dp, keys, dq);

@@ -38,16 +38,17 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
 
     auto startStatesType = RankedTensorType::get(
         {ShapedType::kDynamic, values, features}, element);
-    auto rowsType = RankedTensorType::get({ShapedType::kDynamic, values},
-                                          element);
+    auto rowsType =
+        RankedTensorType::get({ShapedType::kDynamic, values}, element);
     auto stateType = RankedTensorType::get({values, features}, element);
     Value outputs[] = {
-        tensor::EmptyOp::create(b, cast<RankedTensorType>(op.getH().getType()).getShape(), element,
-                                dynamicStartStateSizes(op, batch, heads,
-                                                       chunks)),
+        tensor::EmptyOp::create(
+            b, cast<RankedTensorType>(op.getH().getType()).getShape(), element,
+            dynamicStartStateSizes(op, batch, heads, chunks)),
         tiles.emptyLike(op.getValues()),
-        tensor::EmptyOp::create(b, cast<RankedTensorType>(op.getFinalState().getType()).getShape(),
-                                element, dynamicStateSizes(op, batch, heads))};
+        tensor::EmptyOp::create(
+            b, cast<RankedTensorType>(op.getFinalState().getType()).getShape(),
+            element, dynamicStateSizes(op, batch, heads))};
 
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     auto perHead = [&](Value bi, Value h) {
@@ -67,56 +68,59 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
       return slice;
     };
 
-    auto forall = buildForall(b, bounds, outputs, [&](ValueRange point,
-                                                      ValueRange outs) {
-      Value bi = point[0], h = point[1];
-      ChunkTiles::Slice hSlice = perHead(bi, h);
-      ChunkTiles::Slice uSlice =
-          tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
-      ChunkTiles::Slice finalSlice = stateSlice(bi, h);
-      Value state = tiles.zeros({values, features});
-      if (op.getInitial())
-        state = tiles.copy(tensor::ExtractSliceOp::create(
-            b, stateType, op.getInitial(), finalSlice.offsets,
-            finalSlice.sizes, finalSlice.strides));
-      Value headStarts = tensor::ExtractSliceOp::create(
-          b, startStatesType, outs[0], hSlice.offsets, hSlice.sizes,
-          hSlice.strides);
-      Value headRows = tensor::ExtractSliceOp::create(
-          b, rowsType, outs[1], uSlice.offsets, uSlice.sizes, uSlice.strides);
+    auto forall =
+        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+          Value bi = point[0], h = point[1];
+          ChunkTiles::Slice hSlice = perHead(bi, h);
+          ChunkTiles::Slice uSlice =
+              tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+          ChunkTiles::Slice finalSlice = stateSlice(bi, h);
+          Value state = tiles.zeros({values, features});
+          if (op.getInitial())
+            state = tiles.copy(tensor::ExtractSliceOp::create(
+                b, stateType, op.getInitial(), finalSlice.offsets,
+                finalSlice.sizes, finalSlice.strides));
+          Value headStarts = tensor::ExtractSliceOp::create(
+              b, startStatesType, outs[0], hSlice.offsets, hSlice.sizes,
+              hSlice.strides);
+          Value headRows = tensor::ExtractSliceOp::create(
+              b, rowsType, outs[1], uSlice.offsets, uSlice.sizes,
+              uSlice.strides);
 
-      auto loop = scf::ForOp::create(
-          b, tiles.index(0), chunks, tiles.index(1),
-          ValueRange{state, headStarts, headRows},
-          [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
-            ImplicitLocOpBuilder cb(loc, nb);
-            ChunkTiles chunkTiles(cb, element, tiles.chunk, tiles.batchFirst);
-            Value s = carried[0];
-            Value starts = chunkTiles.place(
-                s, carried[1],
-                chunkTiles.region({c, zero, zero},
-                                  {one, cb.getIndexAttr(values),
-                                   cb.getIndexAttr(features)}));
-            auto [t0, len] = chunkTiles.span(c, steps);
-            Value keys = chunkTiles.loadRows(op.getK(), bi, h, t0, len);
-            Value u = chunkTiles.loadRows(op.getValues(), bi, h, t0, len);
-            if (op.getWt()) {
-              Value wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
-              u = chunkTiles.product(ProductForm::NT, wt, s, u,
-                                     /*subtract=*/true);
-            }
-            Value rows = chunkTiles.place(
-                chunkTiles.firstRows(u, len), carried[2],
-                chunkTiles.region({t0, zero}, {len, cb.getIndexAttr(values)}));
-            Value next = chunkTiles.product(ProductForm::TN, u, keys, s);
-            scf::YieldOp::create(cb, ValueRange{next, starts, rows});
-          });
-      return SmallVector<ParallelStore>{
-          {loop.getResult(1), outs[0], hSlice},
-          {loop.getResult(2), outs[1], uSlice},
-          {tiles.copyTo(loop.getResult(0), outs[2], finalSlice), outs[2],
-           finalSlice}};
-    });
+          auto loop = scf::ForOp::create(
+              b, tiles.index(0), chunks, tiles.index(1),
+              ValueRange{state, headStarts, headRows},
+              [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
+                ImplicitLocOpBuilder cb(loc, nb);
+                ChunkTiles chunkTiles(cb, element, tiles.chunk,
+                                      tiles.batchFirst);
+                Value s = carried[0];
+                Value starts = chunkTiles.place(
+                    s, carried[1],
+                    chunkTiles.region({c, zero, zero},
+                                      {one, cb.getIndexAttr(values),
+                                       cb.getIndexAttr(features)}));
+                auto [t0, len] = chunkTiles.span(c, steps);
+                Value keys = chunkTiles.loadRows(op.getK(), bi, h, t0, len);
+                Value u = chunkTiles.loadRows(op.getValues(), bi, h, t0, len);
+                if (op.getWt()) {
+                  Value wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
+                  u = chunkTiles.product(ProductForm::NT, wt, s, u,
+                                         /*subtract=*/true);
+                }
+                Value rows = chunkTiles.place(
+                    chunkTiles.firstRows(u, len), carried[2],
+                    chunkTiles.region({t0, zero},
+                                      {len, cb.getIndexAttr(values)}));
+                Value next = chunkTiles.product(ProductForm::TN, u, keys, s);
+                scf::YieldOp::create(cb, ValueRange{next, starts, rows});
+              });
+          return SmallVector<ParallelStore>{
+              {loop.getResult(1), outs[0], hSlice},
+              {loop.getResult(2), outs[1], uSlice},
+              {tiles.copyTo(loop.getResult(0), outs[2], finalSlice), outs[2],
+               finalSlice}};
+        });
     rewriter.replaceOp(op, forall.getResults());
     return success();
   }

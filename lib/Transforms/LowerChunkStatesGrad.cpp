@@ -44,69 +44,68 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
     OpFoldResult valuesSize = b.getIndexAttr(values),
                  featuresSize = b.getIndexAttr(features);
     auto stateType = RankedTensorType::get({values, features}, element);
-    auto forall = buildForall(b, bounds, outputs, [&](ValueRange point,
-                                                      ValueRange outs) {
-      Value bi = point[0], h = point[1];
-      ChunkTiles::Slice dhSlice = tiles.region(
-          {bi, h, zero, zero, zero}, {one, one, chunks, valuesSize,
-                                      featuresSize});
-      ChunkTiles::Slice duSlice =
-          tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
-      ChunkTiles::Slice stateSlice =
-          tiles.region({bi, h, zero, zero}, {one, one, valuesSize,
-                                             featuresSize});
-      Value stateGrad = tiles.zeros({values, features});
-      if (op.getDFinal())
-        stateGrad = tiles.copy(tensor::ExtractSliceOp::create(
-            b, stateType, op.getDFinal(), stateSlice.offsets,
-            stateSlice.sizes, stateSlice.strides));
-      Value headGrads = tensor::ExtractSliceOp::create(
-          b,
-          RankedTensorType::get({ShapedType::kDynamic, values, features},
-                                element),
-          outs[1], dhSlice.offsets, dhSlice.sizes, dhSlice.strides);
-      Value headRows = tensor::ExtractSliceOp::create(
-          b, RankedTensorType::get({ShapedType::kDynamic, values}, element),
-          outs[0], duSlice.offsets, duSlice.sizes, duSlice.strides);
+    auto forall =
+        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+          Value bi = point[0], h = point[1];
+          ChunkTiles::Slice dhSlice =
+              tiles.region({bi, h, zero, zero, zero},
+                           {one, one, chunks, valuesSize, featuresSize});
+          ChunkTiles::Slice duSlice =
+              tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+          ChunkTiles::Slice stateSlice = tiles.region(
+              {bi, h, zero, zero}, {one, one, valuesSize, featuresSize});
+          Value stateGrad = tiles.zeros({values, features});
+          if (op.getDFinal())
+            stateGrad = tiles.copy(tensor::ExtractSliceOp::create(
+                b, stateType, op.getDFinal(), stateSlice.offsets,
+                stateSlice.sizes, stateSlice.strides));
+          Value headGrads = tensor::ExtractSliceOp::create(
+              b,
+              RankedTensorType::get({ShapedType::kDynamic, values, features},
+                                    element),
+              outs[1], dhSlice.offsets, dhSlice.sizes, dhSlice.strides);
+          Value headRows = tensor::ExtractSliceOp::create(
+              b, RankedTensorType::get({ShapedType::kDynamic, values}, element),
+              outs[0], duSlice.offsets, duSlice.sizes, duSlice.strides);
 
-      auto loop = scf::ForOp::create(
-          b, tiles.index(0), chunks, tiles.index(1),
-          ValueRange{stateGrad, headGrads, headRows},
-          [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
-            ImplicitLocOpBuilder cb(loc, nb);
-            ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
-            Value last = arith::SubIOp::create(cb, chunks, t.index(1));
-            Value c = arith::SubIOp::create(cb, last, i);
-            Value ds = carried[0];
-            Value grads = t.place(
-                ds, carried[1],
-                t.region({c, zero, zero}, {one, valuesSize, featuresSize}));
-            auto [t0, len] = t.span(c, steps);
-            Value queries = t.loadRows(op.getQ(), bi, h, t0, len);
-            Value keys = t.loadRows(op.getK(), bi, h, t0, len);
-            Value dy = t.loadRows(op.getDy(), bi, h, t0, len);
-            Value scores = t.lowerTriangle(t.product(
-                ProductForm::NT, queries, keys, t.zeros({t.chunk, t.chunk})));
-            Value du = t.product(ProductForm::TN, scores, dy,
-                                 t.zeros({t.chunk, values}));
-            du = t.product(ProductForm::NT, keys, ds, du);
-            Value next = t.product(ProductForm::TN, dy, queries, ds);
-            if (op.getWt()) {
-              Value wt = t.loadRows(op.getWt(), bi, h, t0, len);
-              next = t.product(ProductForm::TN, du, wt, next,
-                               /*subtract=*/true);
-            }
-            Value rows = t.place(
-                t.firstRows(du, len), carried[2],
-                t.region({t0, zero}, {len, valuesSize}));
-            scf::YieldOp::create(cb, ValueRange{next, grads, rows});
-          });
-      return SmallVector<ParallelStore>{
-          {loop.getResult(2), outs[0], duSlice},
-          {loop.getResult(1), outs[1], dhSlice},
-          {tiles.copyTo(loop.getResult(0), outs[2], stateSlice), outs[2],
-           stateSlice}};
-    });
+          auto loop = scf::ForOp::create(
+              b, tiles.index(0), chunks, tiles.index(1),
+              ValueRange{stateGrad, headGrads, headRows},
+              [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
+                ImplicitLocOpBuilder cb(loc, nb);
+                ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
+                Value last = arith::SubIOp::create(cb, chunks, t.index(1));
+                Value c = arith::SubIOp::create(cb, last, i);
+                Value ds = carried[0];
+                Value grads = t.place(
+                    ds, carried[1],
+                    t.region({c, zero, zero}, {one, valuesSize, featuresSize}));
+                auto [t0, len] = t.span(c, steps);
+                Value queries = t.loadRows(op.getQ(), bi, h, t0, len);
+                Value keys = t.loadRows(op.getK(), bi, h, t0, len);
+                Value dy = t.loadRows(op.getDy(), bi, h, t0, len);
+                Value scores =
+                    t.lowerTriangle(t.product(ProductForm::NT, queries, keys,
+                                              t.zeros({t.chunk, t.chunk})));
+                Value du = t.product(ProductForm::TN, scores, dy,
+                                     t.zeros({t.chunk, values}));
+                du = t.product(ProductForm::NT, keys, ds, du);
+                Value next = t.product(ProductForm::TN, dy, queries, ds);
+                if (op.getWt()) {
+                  Value wt = t.loadRows(op.getWt(), bi, h, t0, len);
+                  next = t.product(ProductForm::TN, du, wt, next,
+                                   /*subtract=*/true);
+                }
+                Value rows = t.place(t.firstRows(du, len), carried[2],
+                                     t.region({t0, zero}, {len, valuesSize}));
+                scf::YieldOp::create(cb, ValueRange{next, grads, rows});
+              });
+          return SmallVector<ParallelStore>{
+              {loop.getResult(2), outs[0], duSlice},
+              {loop.getResult(1), outs[1], dhSlice},
+              {tiles.copyTo(loop.getResult(0), outs[2], stateSlice), outs[2],
+               stateSlice}};
+        });
     rewriter.replaceOp(op, forall.getResults());
     return success();
   }

@@ -36,8 +36,8 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
     Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV())};
     int64_t features = op.getK().getType().getDimSize(3);
     int64_t values = op.getV().getType().getDimSize(3);
-    auto forall = buildForall(
-        b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall =
+        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
           auto [t0, len] = tiles.span(point[2], steps);
           Value keys = tiles.loadRows(op.getK(), point[0], point[1], t0, len);
           Value vals = tiles.loadRows(op.getV(), point[0], point[1], t0, len);
@@ -53,10 +53,10 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
           ChunkTiles::Slice utRows =
               tiles.rowsSlice(point[0], point[1], t0, len, values);
           return SmallVector<ParallelStore>{
-              {tiles.copyTo(tiles.firstRows(wt, len), outs[0], wtRows),
-               outs[0], wtRows},
-              {tiles.copyTo(tiles.firstRows(ut, len), outs[1], utRows),
-               outs[1], utRows}};
+              {tiles.copyTo(tiles.firstRows(wt, len), outs[0], wtRows), outs[0],
+               wtRows},
+              {tiles.copyTo(tiles.firstRows(ut, len), outs[1], utRows), outs[1],
+               utRows}};
         });
     rewriter.replaceOp(op, forall.getResults());
     return success();

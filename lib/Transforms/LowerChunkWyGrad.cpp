@@ -41,59 +41,61 @@ struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
                                  tiles.numChunks(steps)};
     Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV()),
                        tiles.emptyLike(op.getBeta())};
-    auto forall = buildForall(b, bounds, outputs, [&](ValueRange point,
-                                                      ValueRange outs) {
-      Value bi = point[0], h = point[1];
-      auto [t0, len] = tiles.span(point[2], steps);
-      auto load = [&](Value perStep) {
-        return tiles.loadRows(perStep, bi, h, t0, len);
-      };
-      Value keys = load(op.getK()), vals = load(op.getV());
-      Value gates = load(op.getBeta());
-      Value du = load(op.getDu()), dwt = load(op.getDwt());
+    auto forall =
+        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+          Value bi = point[0], h = point[1];
+          auto [t0, len] = tiles.span(point[2], steps);
+          auto load = [&](Value perStep) {
+            return tiles.loadRows(perStep, bi, h, t0, len);
+          };
+          Value keys = load(op.getK()), vals = load(op.getV());
+          Value gates = load(op.getBeta());
+          Value du = load(op.getDu()), dwt = load(op.getDwt());
 
-      Value gram = tiles.product(ProductForm::NT, keys, keys,
-                                 tiles.zeros({chunk, chunk}));
-      Value inverse =
-          tiles.substitute(tiles.scaleRows(gates, gram), tiles.identity());
-      Value atdu = tiles.product(ProductForm::TN, inverse, du,
-                                 tiles.zeros({chunk, values}));
-      Value atdw = tiles.product(ProductForm::TN, inverse, dwt,
-                                 tiles.zeros({chunk, features}));
-      Value dv = tiles.scaleRows(gates, atdu);
-      Value dk = tiles.scaleRows(gates, atdw);
+          Value gram = tiles.product(ProductForm::NT, keys, keys,
+                                     tiles.zeros({chunk, chunk}));
+          Value inverse =
+              tiles.substitute(tiles.scaleRows(gates, gram), tiles.identity());
+          Value atdu = tiles.product(ProductForm::TN, inverse, du,
+                                     tiles.zeros({chunk, values}));
+          Value atdw = tiles.product(ProductForm::TN, inverse, dwt,
+                                     tiles.zeros({chunk, features}));
+          Value dv = tiles.scaleRows(gates, atdu);
+          Value dk = tiles.scaleRows(gates, atdw);
 
-      Value da = tiles.product(ProductForm::NT, du,
-                               tiles.scaleRows(gates, vals),
-                               tiles.zeros({chunk, chunk}));
-      da = tiles.product(ProductForm::NT, dwt, tiles.scaleRows(gates, keys),
-                         da);
-      Value atda = tiles.product(ProductForm::TN, inverse, da,
-                                 tiles.zeros({chunk, chunk}));
-      // -dM = stril(A^T dA A^T).
-      Value negDm = tiles.lowerTriangle(
-          tiles.product(ProductForm::NT, atda, inverse,
-                        tiles.zeros({chunk, chunk})),
-          /*strict=*/true);
-      Value negG = tiles.scaleRows(gates, negDm);
-      dk = tiles.product(ProductForm::NN, negG, keys, dk, /*subtract=*/true);
-      dk = tiles.product(ProductForm::TN, negG, keys, dk, /*subtract=*/true);
+          Value da =
+              tiles.product(ProductForm::NT, du, tiles.scaleRows(gates, vals),
+                            tiles.zeros({chunk, chunk}));
+          da = tiles.product(ProductForm::NT, dwt, tiles.scaleRows(gates, keys),
+                             da);
+          Value atda = tiles.product(ProductForm::TN, inverse, da,
+                                     tiles.zeros({chunk, chunk}));
+          // -dM = stril(A^T dA A^T).
+          Value negDm =
+              tiles.lowerTriangle(tiles.product(ProductForm::NT, atda, inverse,
+                                                tiles.zeros({chunk, chunk})),
+                                  /*strict=*/true);
+          Value negG = tiles.scaleRows(gates, negDm);
+          dk =
+              tiles.product(ProductForm::NN, negG, keys, dk, /*subtract=*/true);
+          dk =
+              tiles.product(ProductForm::TN, negG, keys, dk, /*subtract=*/true);
 
-      Value db = tiles.rowDots(atdu, vals, tiles.zeros({chunk}));
-      db = tiles.rowDots(atdw, keys, db);
-      db = tiles.rowDots(negDm, gram, db, /*subtract=*/true);
+          Value db = tiles.rowDots(atdu, vals, tiles.zeros({chunk}));
+          db = tiles.rowDots(atdw, keys, db);
+          db = tiles.rowDots(negDm, gram, db, /*subtract=*/true);
 
-      ChunkTiles::Slice keyRows = tiles.rowsSlice(bi, h, t0, len, features);
-      ChunkTiles::Slice valueRows = tiles.rowsSlice(bi, h, t0, len, values);
-      ChunkTiles::Slice gateRows = tiles.rowsSlice(bi, h, t0, len, 0);
-      return SmallVector<ParallelStore>{
-          {tiles.copyTo(tiles.firstRows(dk, len), outs[0], keyRows), outs[0],
-           keyRows},
-          {tiles.copyTo(tiles.firstRows(dv, len), outs[1], valueRows),
-           outs[1], valueRows},
-          {tiles.copyTo(tiles.firstRows(db, len), outs[2], gateRows), outs[2],
-           gateRows}};
-    });
+          ChunkTiles::Slice keyRows = tiles.rowsSlice(bi, h, t0, len, features);
+          ChunkTiles::Slice valueRows = tiles.rowsSlice(bi, h, t0, len, values);
+          ChunkTiles::Slice gateRows = tiles.rowsSlice(bi, h, t0, len, 0);
+          return SmallVector<ParallelStore>{
+              {tiles.copyTo(tiles.firstRows(dk, len), outs[0], keyRows),
+               outs[0], keyRows},
+              {tiles.copyTo(tiles.firstRows(dv, len), outs[1], valueRows),
+               outs[1], valueRows},
+              {tiles.copyTo(tiles.firstRows(db, len), outs[2], gateRows),
+               outs[2], gateRows}};
+        });
     rewriter.replaceOp(op, forall.getResults());
     return success();
   }

@@ -141,8 +141,8 @@ Value ChunkTiles::firstRows(Value tile, Value len) {
     sizes.push_back(b.getIndexAttr(shape[1]));
   Slice rows = region(offsets, sizes);
   return tensor::ExtractSliceOp::create(
-      b, RankedTensorType::get(shape, element), tile, rows.offsets,
-      rows.sizes, rows.strides);
+      b, RankedTensorType::get(shape, element), tile, rows.offsets, rows.sizes,
+      rows.strides);
 }
 
 Value ChunkTiles::product(ProductForm form, Value lhs, Value rhs, Value acc,
@@ -157,18 +157,18 @@ Value ChunkTiles::product(ProductForm form, Value lhs, Value rhs, Value acc,
   if (form == ProductForm::TN)
     lhsMap = AffineMap::get(3, 0, {k, i}, context);
   AffineMap outMap = AffineMap::get(3, 0, {i, j}, context);
-  SmallVector<utils::IteratorType> iterators = {
-      utils::IteratorType::parallel, utils::IteratorType::parallel,
-      utils::IteratorType::reduction};
+  SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
+                                                utils::IteratorType::parallel,
+                                                utils::IteratorType::reduction};
   auto generic = linalg::GenericOp::create(
       b, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
       ArrayRef<AffineMap>{lhsMap, rhsMap, outMap}, iterators,
       [subtract](OpBuilder &nb, Location loc, ValueRange args) {
         Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
-        Value sum = subtract ? arith::SubFOp::create(nb, loc, args[2], term)
-                                   .getResult()
-                             : arith::AddFOp::create(nb, loc, args[2], term)
-                                   .getResult();
+        Value sum =
+            subtract
+                ? arith::SubFOp::create(nb, loc, args[2], term).getResult()
+                : arith::AddFOp::create(nb, loc, args[2], term).getResult();
         linalg::YieldOp::create(nb, loc, sum);
       });
   return generic.getResult(0);
@@ -187,7 +187,8 @@ Value ChunkTiles::scaleRows(Value gates, Value tile) {
       SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
       [](OpBuilder &nb, Location loc, ValueRange args) {
         linalg::YieldOp::create(
-            nb, loc, arith::MulFOp::create(nb, loc, args[0], args[1]).getResult());
+            nb, loc,
+            arith::MulFOp::create(nb, loc, args[0], args[1]).getResult());
       });
   return generic.getResult(0);
 }
@@ -203,10 +204,10 @@ Value ChunkTiles::rowDots(Value lhs, Value rhs, Value acc, bool subtract) {
                                        utils::IteratorType::reduction},
       [subtract](OpBuilder &nb, Location loc, ValueRange args) {
         Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
-        Value sum = subtract ? arith::SubFOp::create(nb, loc, args[2], term)
-                                   .getResult()
-                             : arith::AddFOp::create(nb, loc, args[2], term)
-                                   .getResult();
+        Value sum =
+            subtract
+                ? arith::SubFOp::create(nb, loc, args[2], term).getResult()
+                : arith::AddFOp::create(nb, loc, args[2], term).getResult();
         linalg::YieldOp::create(nb, loc, sum);
       });
   return generic.getResult(0);
@@ -240,35 +241,33 @@ static Value mapSquare(
 Value ChunkTiles::lowerTriangle(Value square, bool strict) {
   auto type = cast<RankedTensorType>(square.getType());
   Value init = tensor::EmptyOp::create(b, type.getShape(), element);
-  return mapSquare(b, init, square,
-                   [&](OpBuilder &nb, Location loc, Value row, Value col,
-                       Value entry) -> Value {
-                     Value below = arith::CmpIOp::create(
-                         nb, loc,
-                         strict ? arith::CmpIPredicate::ult
-                                : arith::CmpIPredicate::ule,
-                         col, row);
-                     Value zero = arith::ConstantOp::create(
-                         nb, loc, nb.getZeroAttr(entry.getType()));
-                     return arith::SelectOp::create(nb, loc, below, entry,
-                                                    zero);
-                   });
+  return mapSquare(
+      b, init, square,
+      [&](OpBuilder &nb, Location loc, Value row, Value col,
+          Value entry) -> Value {
+        Value below = arith::CmpIOp::create(nb, loc,
+                                            strict ? arith::CmpIPredicate::ult
+                                                   : arith::CmpIPredicate::ule,
+                                            col, row);
+        Value zero =
+            arith::ConstantOp::create(nb, loc, nb.getZeroAttr(entry.getType()));
+        return arith::SelectOp::create(nb, loc, below, entry, zero);
+      });
 }
 
 Value ChunkTiles::identity() {
   Value init = tensor::EmptyOp::create(b, {chunk, chunk}, element);
-  return mapSquare(b, init, nullptr,
-                   [&](OpBuilder &nb, Location loc, Value row, Value col,
-                       Value) -> Value {
-                     Value diagonal = arith::CmpIOp::create(
-                         nb, loc, arith::CmpIPredicate::eq, row, col);
-                     Value one = arith::ConstantOp::create(
-                         nb, loc, nb.getFloatAttr(element, 1.0));
-                     Value zero = arith::ConstantOp::create(
-                         nb, loc, nb.getZeroAttr(element));
-                     return arith::SelectOp::create(nb, loc, diagonal, one,
-                                                    zero);
-                   });
+  return mapSquare(
+      b, init, nullptr,
+      [&](OpBuilder &nb, Location loc, Value row, Value col, Value) -> Value {
+        Value diagonal =
+            arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq, row, col);
+        Value one =
+            arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
+        Value zero =
+            arith::ConstantOp::create(nb, loc, nb.getZeroAttr(element));
+        return arith::SelectOp::create(nb, loc, diagonal, one, zero);
+      });
 }
 
 Value ChunkTiles::substitute(Value m, Value base) {
@@ -310,10 +309,9 @@ scf::ForallOp buildForall(
       body(forall.getInductionVars(), forall.getRegionIterArgs());
   b.setInsertionPointToEnd(forall.getTerminator().getBody());
   for (const ParallelStore &store : stores)
-    tensor::ParallelInsertSliceOp::create(b, store.source, store.dest,
-                                          store.slice.offsets,
-                                          store.slice.sizes,
-                                          store.slice.strides);
+    tensor::ParallelInsertSliceOp::create(
+        b, store.source, store.dest, store.slice.offsets, store.slice.sizes,
+        store.slice.strides);
   return forall;
 }
 

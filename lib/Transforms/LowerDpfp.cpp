@@ -36,14 +36,13 @@ Value reluAt(OpBuilder &nb, Location nloc, Value input,
   SmallVector<Value> at(position);
   at.push_back(arith::RemUIOp::create(nb, nloc, jj, index(d)));
   Value k = tensor::ExtractOp::create(nb, nloc, input, at);
-  Value firstHalf = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ult,
-                                          jj, index(d));
+  Value firstHalf =
+      arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ult, jj, index(d));
   Value signed_ = arith::SelectOp::create(nb, nloc, firstHalf, k,
                                           arith::NegFOp::create(nb, nloc, k));
-  Value positive = arith::CmpFOp::create(nb, nloc, arith::CmpFPredicate::OGT,
-                                         signed_, zero);
-  return arith::SelectOp::create(nb, nloc, positive, signed_, zero)
-      .getResult();
+  Value positive =
+      arith::CmpFOp::create(nb, nloc, arith::CmpFPredicate::OGT, signed_, zero);
+  return arith::SelectOp::create(nb, nloc, positive, signed_, zero).getResult();
 }
 
 /// phi[..., (i-1)*2d + j] = x[j] * x[(j - i) mod 2d], x = relu([k, -k]).

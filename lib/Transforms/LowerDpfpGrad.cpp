@@ -43,8 +43,7 @@ Value generic(OpBuilder &b, Location loc, ValueRange inputs, Value init,
 }
 
 /// The indices of the dimensions before `count`, inside a linalg body.
-SmallVector<Value> leadingIndices(OpBuilder &nb, Location loc,
-                                  unsigned count) {
+SmallVector<Value> leadingIndices(OpBuilder &nb, Location loc, unsigned count) {
   SmallVector<Value> position;
   for (unsigned dim = 0; dim < count; ++dim)
     position.push_back(linalg::IndexOp::create(nb, loc, dim));
@@ -129,27 +128,27 @@ struct LowerDpfpGrad : OpRewritePattern<DpfpGradOp> {
     SmallVector<ReassociationIndices> groups;
     for (unsigned dim = 0; dim + 1 < rank; ++dim)
       groups.push_back({static_cast<int64_t>(dim)});
-    groups.push_back({static_cast<int64_t>(rank - 1),
-                      static_cast<int64_t>(rank)});
+    groups.push_back(
+        {static_cast<int64_t>(rank - 1), static_cast<int64_t>(rank)});
     SmallVector<int64_t> byShiftShape(inputType.getShape().drop_back());
     byShiftShape.append({nu, 2 * d});
     SmallVector<OpFoldResult> byShiftSizes(leading);
-    byShiftSizes.append({rewriter.getIndexAttr(nu), rewriter.getIndexAttr(2 * d)});
+    byShiftSizes.append(
+        {rewriter.getIndexAttr(nu), rewriter.getIndexAttr(2 * d)});
     Value byShift = tensor::ExpandShapeOp::create(
         rewriter, loc, RankedTensorType::get(byShiftShape, element), dphi,
         groups, byShiftSizes);
     SmallVector<AffineExpr> shiftMajor;
     for (unsigned dim = 0; dim + 1 < rank; ++dim)
       shiftMajor.push_back(getAffineDimExpr(dim, ctx));
-    shiftMajor.append({getAffineDimExpr(rank, ctx),
-                       getAffineDimExpr(rank - 1, ctx)});
+    shiftMajor.append(
+        {getAffineDimExpr(rank, ctx), getAffineDimExpr(rank - 1, ctx)});
     AffineMap widened = AffineMap::getMultiDimIdentityMap(rank + 1, ctx);
     Value dx = generic(
         rewriter, loc, ValueRange{byShift}, zeros(withLast(2 * d)),
         {AffineMap::get(rank + 1, 0, shiftMajor, ctx),
          widened.dropResult(rank)},
-        rank + 1, 1,
-        [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+        rank + 1, 1, [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
           auto index = [&](int64_t v) -> Value {
             return arith::ConstantIndexOp::create(nb, nloc, v);
           };
@@ -166,8 +165,7 @@ struct LowerDpfpGrad : OpRewritePattern<DpfpGradOp> {
           Value after = arith::RemUIOp::create(
               nb, nloc, arith::AddIOp::create(nb, nloc, j, shift), twoD);
           Value block = arith::MulIOp::create(
-              nb, nloc, arith::SubIOp::create(nb, nloc, shift, index(1)),
-              twoD);
+              nb, nloc, arith::SubIOp::create(nb, nloc, shift, index(1)), twoD);
           auto dphiAt = [&](Value column) -> Value {
             SmallVector<Value> at(position);
             at.push_back(arith::AddIOp::create(nb, nloc, block, column));

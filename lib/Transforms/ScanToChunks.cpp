@@ -141,9 +141,9 @@ struct ScanGradToChunks : OpRewritePattern<ScanGradOp> {
     Value du = gradients.getDu();
     bool delta = op.getRule() == Rule::Delta;
     auto qk = ChunkQkGradOp::create(
-        rewriter, loc, featureType, featureType,
-        delta ? featureType : Type(), forward.q, forward.k, forward.u,
-        forward.h, gradients.getDh(), op.getDy(), du, chunk, batchFirst);
+        rewriter, loc, featureType, featureType, delta ? featureType : Type(),
+        forward.q, forward.k, forward.u, forward.h, gradients.getDh(),
+        op.getDy(), du, chunk, batchFirst);
     Value dq = qk.getDq(), dk = qk.getDk(), dv = du, dbeta;
     if (delta) {
       auto wy = ChunkWyGradOp::create(
@@ -160,10 +160,10 @@ struct ScanGradToChunks : OpRewritePattern<ScanGradOp> {
       dbeta = wy.getDbeta();
     }
     if (op.getDpfpNu()) {
-      dq = DpfpGradOp::create(rewriter, loc, op.getQ().getType(), op.getQ(),
-                              dq, op.getDpfpNuAttr(), op.getDpfpEpsAttr());
-      dk = DpfpGradOp::create(rewriter, loc, op.getK().getType(), op.getK(),
-                              dk, op.getDpfpNuAttr(), op.getDpfpEpsAttr());
+      dq = DpfpGradOp::create(rewriter, loc, op.getQ().getType(), op.getQ(), dq,
+                              op.getDpfpNuAttr(), op.getDpfpEpsAttr());
+      dk = DpfpGradOp::create(rewriter, loc, op.getK().getType(), op.getK(), dk,
+                              op.getDpfpNuAttr(), op.getDpfpEpsAttr());
     }
     SmallVector<Value> results = {dq, dk, dv};
     if (dbeta)
@@ -186,8 +186,7 @@ struct FwpScanToChunks : fwp::impl::FwpScanToChunksBase<FwpScanToChunks> {
     int64_t chunk = chunkSize;
     if (chunk < 1) {
       emitError(getOperation()->getLoc())
-          << "fwp-scan-to-chunks: chunk-size must be at least 1, got "
-          << chunk;
+          << "fwp-scan-to-chunks: chunk-size must be at least 1, got " << chunk;
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

@@ -64,3 +64,40 @@ func.func @output_element_type(%q: tensor<40x2x4x32xf32>,
         tensor<2x4x3x8x32xf64> -> tensor<40x2x4x8xf32>
   return
 }
+
+// -----
+
+func.func @states_grad_chunks(%q: tensor<40x2x4x32xf32>,
+    %k: tensor<40x2x4x32xf32>, %dy: tensor<40x2x4x8xf32>) {
+  // expected-error @+1 {{'dh' dimension 2 (chunks) is 5, but 'seq_len / chunk_size' gives chunks = 3}}
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x8xf32>, tensor<2x4x5x8x32xf32>, tensor<2x4x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @qk_grad_dwt(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+    %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>,
+    %dy: tensor<40x2x4x8xf32>) {
+  // expected-error @+1 {{'dwt' dimension 3 (D) is 8, but 'q' gives D = 32}}
+  %dq, %dk, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %h, %dy, %dy
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32> dwt(tensor<40x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @wy_grad_dbeta(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+    %b: tensor<40x2x4xf32>, %dwt: tensor<40x2x4x32xf32>) {
+  // expected-error @+1 {{'dbeta' must have rank 3 [seq_len, batch, heads], got 'tensor<40x2x4x1xf32>'}}
+  %dk, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %v, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4x1xf32>
+  return
+}

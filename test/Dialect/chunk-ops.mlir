@@ -39,3 +39,51 @@ func.func @sum_stages_batch_first(%q: tensor<2x?x4x32xf64>,
         tensor<2x4x?x8x32xf64> -> tensor<2x?x4x8xf64>
   return %y : tensor<2x?x4x8xf64>
 }
+
+// -----
+
+// The backward's stages.
+// CHECK-LABEL: func @delta_gradient_stages
+// CHECK: %[[DU:.*]], %[[DH:.*]], %{{.*}} = fwp.chunk_states_grad %{{.*}}, %{{.*}}, %{{.*}} wt(%{{.*}} : tensor<40x2x4x32xf32>) d_final(%{{.*}} : tensor<2x4x8x32xf32>) chunk_size = 16
+// CHECK: %{{.*}}, %{{.*}}, %[[DWT:.*]] = fwp.chunk_qk_grad {{.*}}, %[[DH]], %{{.*}}, %[[DU]] chunk_size = 16 {{.*}} dwt(tensor<40x2x4x32xf32>)
+// CHECK: fwp.chunk_wy_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[DU]], %[[DWT]] chunk_size = 16
+func.func @delta_gradient_stages(%q: tensor<40x2x4x32xf32>,
+    %k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+    %b: tensor<40x2x4xf32>, %wt: tensor<40x2x4x32xf32>,
+    %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>,
+    %dy: tensor<40x2x4x8xf32>, %dfinal: tensor<2x4x8x32xf32>)
+    -> (tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>) {
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy
+      wt(%wt : tensor<40x2x4x32xf32>) d_final(%dfinal : tensor<2x4x8x32xf32>)
+      chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+  %dq, %dk, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+      dwt(tensor<40x2x4x32xf32>)
+  %dk2, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %du, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+  return %dk2, %dv, %db
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+}
+
+// -----
+
+// The sum rule's keys take no W~ gradient.
+// CHECK-LABEL: func @sum_qk_grad
+// CHECK: fwp.chunk_qk_grad {{.*}} -> tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>{{$}}
+func.func @sum_qk_grad(%q: tensor<?x1x2x16xf64>, %k: tensor<?x1x2x16xf64>,
+    %u: tensor<?x1x2x4xf64>, %h: tensor<1x2x?x4x16xf64>,
+    %dh: tensor<1x2x?x4x16xf64>, %dy: tensor<?x1x2x4xf64>,
+    %du: tensor<?x1x2x4xf64>) -> tensor<?x1x2x16xf64> {
+  %dq, %dk = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du chunk_size = 64
+      : tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>, tensor<?x1x2x4xf64>,
+        tensor<1x2x?x4x16xf64>, tensor<1x2x?x4x16xf64>, tensor<?x1x2x4xf64>,
+        tensor<?x1x2x4xf64> -> tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>
+  return %dk : tensor<?x1x2x16xf64>
+}

@@ -41,6 +41,22 @@ func.func @dpfp_feature_size(%k: tensor<4x8xf32>) {
 
 // -----
 
+func.func @dpfp_grad_features(%k: tensor<4x8xf32>, %g: tensor<4x8xf32>) {
+  // expected-error @+1 {{d_features feature size is 8, expected 2 * d * nu = 16}}
+  %dk = fwp.dpfp_grad %k, %g : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dpfp_grad_result(%k: tensor<4x8xf32>, %g: tensor<4x16xf32>) {
+  // expected-error @+1 {{'d_input' must have the type of 'input' ('tensor<4x8xf32>'), got 'tensor<4x16xf32>'}}
+  %dk = fwp.dpfp_grad %k, %g : tensor<4x8xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
 func.func @dpfp_nu_zero(%k: tensor<4x8xf32>) {
   // expected-error @+1 {{nu must be at least 1, got 0}}
   %f = fwp.dpfp %k nu = 0 : tensor<4x8xf32> -> tensor<4x?xf32>

@@ -12,6 +12,17 @@ func.func @dpfp_defaults(%k: tensor<8x2x4x16xf32>) -> tensor<8x2x4x32xf32> {
 
 // -----
 
+// CHECK-LABEL: func @dpfp_grad
+func.func @dpfp_grad(%k: tensor<?x2x4x8xf32>, %g: tensor<?x2x4x32xf32>)
+    -> tensor<?x2x4x8xf32> {
+  // CHECK: fwp.dpfp_grad %{{.*}}, %{{.*}} nu = 2 eps = 1.000000e-03 : tensor<?x2x4x8xf32>, tensor<?x2x4x32xf32> -> tensor<?x2x4x8xf32>
+  %dk = fwp.dpfp_grad %k, %g nu = 2 eps = 1.0e-3
+      : tensor<?x2x4x8xf32>, tensor<?x2x4x32xf32> -> tensor<?x2x4x8xf32>
+  return %dk : tensor<?x2x4x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @dpfp_nu_eps_dynamic
 func.func @dpfp_nu_eps_dynamic(%k: tensor<?x3xf64>) -> tensor<?x18xf64> {
   // CHECK: fwp.dpfp %{{.*}} nu = 3 eps = 1.000000e-03 : tensor<?x3xf64> -> tensor<?x18xf64>

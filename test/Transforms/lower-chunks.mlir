@@ -69,3 +69,69 @@ func.func @dynamic_width(%q: tensor<40x2x4x?xf32>, %k: tensor<40x2x4x?xf32>,
         tensor<2x4x3x8x?xf32> -> tensor<40x2x4x8xf32>
   return %y : tensor<40x2x4x8xf32>
 }
+
+// -----
+
+// The state's gradient: a forall over (batch, head), in it the chunks last
+// to first (chunk N - 1 - i at step i), the 8 x 32 gradient carried.
+// CHECK-LABEL: func @states_grad
+// CHECK: %[[CHUNKS:.*]] = arith.ceildivui
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[CHUNKS]] {{.*}} -> (tensor<8x32xf32>, tensor<?x8x32xf32>, tensor<?x8xf32>)
+// CHECK: %[[LAST:.*]] = arith.subi %[[CHUNKS]], %{{.*}}
+// CHECK: arith.subi %[[LAST]], %[[I]]
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+func.func @states_grad(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                       %dy: tensor<40x2x4x8xf32>, %wt: tensor<40x2x4x32xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>) {
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy
+      wt(%wt : tensor<40x2x4x32xf32>) chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+  return %du, %dh, %d0
+      : tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// Each chunk's dQ, dK and dWt, three results of one forall.
+// CHECK-LABEL: func @qk_grad
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in {{.*}} -> (tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>)
+// CHECK: arith.cmpi ule
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+func.func @qk_grad(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                   %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>,
+                   %dh: tensor<2x4x3x8x32xf32>, %dy: tensor<40x2x4x8xf32>,
+                   %du: tensor<40x2x4x8xf32>) -> tensor<40x2x4x32xf32> {
+  %dq, %dk, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+      dwt(tensor<40x2x4x32xf32>)
+  return %dwt : tensor<40x2x4x32xf32>
+}
+
+// -----
+
+// Through the WY form: A again by substitution on the identity (16 rows),
+// stril(A^T dA A^T), and the gates' gradient as row sums.
+// CHECK-LABEL: func @wy_grad
+// CHECK: scf.forall
+// CHECK: arith.cmpi eq
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
+// CHECK: arith.cmpi ult
+// CHECK: linalg.generic {{.*}}["parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<16xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-COUNT-3: tensor.parallel_insert_slice
+func.func @wy_grad(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+                   %b: tensor<40x2x4xf32>, %du: tensor<40x2x4x8xf32>,
+                   %dwt: tensor<40x2x4x32xf32>) -> tensor<40x2x4xf32> {
+  %dk, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %du, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+  return %db : tensor<40x2x4xf32>
+}

@@ -56,3 +56,64 @@ func.func @fused_dpfp(%q: tensor<16x1x2x4xf32>, %k: tensor<16x1x2x4xf32>,
       -> tensor<16x1x2x8xf32>
   return %y : tensor<16x1x2x8xf32>
 }
+
+// -----
+
+// The gradient: the chunked forward again, the state's gradient backwards
+// over the chunks, each chunk's gradients, the WY form's, and DPFP's last;
+// y comes from the same forward.
+// CHECK-LABEL: func @delta_gradient
+// CHECK-SAME: (%[[Q:.*]]: tensor<40x2x4x4xf32>, %[[K:.*]]: tensor<40x2x4x4xf32>, %[[V:.*]]: tensor<40x2x4x8xf32>, %[[B:.*]]: tensor<40x2x4xf32>, %[[DY:.*]]: tensor<40x2x4x8xf32>)
+// CHECK: %[[FQ:.*]] = fwp.dpfp %[[Q]] nu = 2
+// CHECK: %[[FK:.*]] = fwp.dpfp %[[K]] nu = 2
+// CHECK: %[[WT:.*]], %[[UT:.*]] = fwp.chunk_wy %[[FK]], %[[V]], %[[B]]
+// CHECK: %[[H:.*]], %[[U:.*]], %{{.*}} = fwp.chunk_states %[[FK]], %[[UT]] wt(%[[WT]]
+// CHECK: %[[DU:.*]], %[[DH:.*]], %{{.*}} = fwp.chunk_states_grad %[[FQ]], %[[FK]], %[[DY]] wt(%[[WT]]
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DWT:.*]] = fwp.chunk_qk_grad %[[FQ]], %[[FK]], %[[U]], %[[H]], %[[DH]], %[[DY]], %[[DU]]
+// CHECK: %[[DK2:.*]], %[[DV:.*]], %[[DB:.*]] = fwp.chunk_wy_grad %[[FK]], %[[V]], %[[B]], %[[DU]], %[[DWT]]
+// CHECK: %[[SUM:.*]] = linalg.add ins(%[[DK]], %[[DK2]]
+// CHECK: %[[DQRAW:.*]] = fwp.dpfp_grad %[[Q]], %[[DQ]] nu = 2
+// CHECK: %[[DKRAW:.*]] = fwp.dpfp_grad %[[K]], %[[SUM]] nu = 2
+// CHECK: %[[Y:.*]] = fwp.chunk_output %[[FQ]], %[[FK]], %[[U]], %[[H]]
+// CHECK: return %[[DQRAW]], %[[DKRAW]], %[[DV]], %[[DB]], %[[Y]]
+func.func @delta_gradient(%q: tensor<40x2x4x4xf32>, %k: tensor<40x2x4x4xf32>,
+    %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>,
+    %dy: tensor<40x2x4x8xf32>)
+    -> (tensor<40x2x4x4xf32>, tensor<40x2x4x4xf32>, tensor<40x2x4x8xf32>,
+        tensor<40x2x4xf32>, tensor<40x2x4x8xf32>) {
+  %dq, %dk, %dv, %db, %y = fwp.scan_grad delta %q, %k, %v
+      beta(%b : tensor<40x2x4xf32>) dy(%dy : tensor<40x2x4x8xf32>)
+      dpfp(nu = 2, eps = 1.0e-6)
+      : tensor<40x2x4x4xf32>, tensor<40x2x4x4xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x4xf32>, tensor<40x2x4x4xf32>, tensor<40x2x4x8xf32>
+         dbeta(tensor<40x2x4xf32>) y(tensor<40x2x4x8xf32>)
+  return %dq, %dk, %dv, %db, %y
+      : tensor<40x2x4x4xf32>, tensor<40x2x4x4xf32>, tensor<40x2x4x8xf32>,
+        tensor<40x2x4xf32>, tensor<40x2x4x8xf32>
+}
+
+// -----
+
+// The sum rule's value gradient is dU itself; the initial state's gradient
+// comes from the backward pass over the chunks.
+// CHECK-LABEL: func @sum_gradient
+// CHECK-NOT: fwp.chunk_wy
+// CHECK: %[[DU:.*]], %[[DH:.*]], %[[D0:.*]] = fwp.chunk_states_grad {{.*}} d_final(%{{.*}} : tensor<1x2x8x16xf64>) chunk_size = 16
+// CHECK: %[[DQ:.*]], %[[DK:.*]] = fwp.chunk_qk_grad
+// CHECK-NOT: fwp.chunk_wy_grad
+// CHECK: return %[[DQ]], %[[DK]], %[[DU]], %[[D0]]
+func.func @sum_gradient(%q: tensor<?x1x2x16xf64>, %k: tensor<?x1x2x16xf64>,
+    %v: tensor<?x1x2x8xf64>, %s0: tensor<1x2x8x16xf64>,
+    %dy: tensor<?x1x2x8xf64>, %ds: tensor<1x2x8x16xf64>)
+    -> (tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>, tensor<?x1x2x8xf64>,
+        tensor<1x2x8x16xf64>) {
+  %dq, %dk, %dv, %d0 = fwp.scan_grad sum %q, %k, %v
+      initial(%s0 : tensor<1x2x8x16xf64>) dy(%dy : tensor<?x1x2x8xf64>)
+      d_final_state(%ds : tensor<1x2x8x16xf64>)
+      : tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>, tensor<?x1x2x8xf64>
+      -> tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>, tensor<?x1x2x8xf64>
+         d_initial(tensor<1x2x8x16xf64>)
+  return %dq, %dk, %dv, %d0
+      : tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>, tensor<?x1x2x8xf64>,
+        tensor<1x2x8x16xf64>
+}

@@ -88,8 +88,8 @@ TEST(ChunkStagesOnTheHost, ForwardMatchesReference) {
       double err = relativeError(
           fwp::test::runForwardAnyType(*kernel, p),
           fwp::ref::attention(p.config, p.shape, p.x, p.params).y);
-      std::printf("[ relerr   ] %s %s: %.3g\n",
-                  fwp::rt::dtypeName(list.dtype), c.name().c_str(), err);
+      std::printf("[ relerr   ] %s %s: %.3g\n", fwp::rt::dtypeName(list.dtype),
+                  c.name().c_str(), err);
       EXPECT_LE(err, list.bound);
     }
   }
