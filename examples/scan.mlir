@@ -3,6 +3,12 @@
 // per batch element and head) are written and read step by step.
 //
 //   fwp-opt examples/scan.mlir
+//
+// Stage by stage, one flag per pass:
+//   fwp-opt examples/scan.mlir -fwp-scan-to-chunks=chunk-size=16  # the stages
+//   ... -fwp-scan-to-chunks=chunk-size=16 -fwp-lower-chunks       # linalg
+//   fwp-opt examples/scan.mlir -fwp-fuse-dpfp -fwp-tile-scan=chunk-size=16
+//                                                   # the tile-level kernels
 
 func.func @delta_scan(%q: tensor<64x1x4x16xf32>, %k: tensor<64x1x4x16xf32>,
                       %v: tensor<64x1x4x16xf32>, %beta: tensor<64x1x4xf32>)
