@@ -17,6 +17,14 @@ namespace fwp::jit {
 constexpr const char *kScanForwardName = "fwp_scan";
 constexpr const char *kScanBackwardName = "fwp_scan_grad";
 
+/// Bytes of the states of B x H sequences ([B, H, d_v, D]); the sizes are
+/// checked before.
+inline size_t scanStateBytes(const ScanDesc &desc, int64_t batch,
+                             int64_t heads) {
+  return static_cast<size_t>(batch * heads * desc.dValue * desc.dFeature()) *
+         rt::dtypeBytes(desc.dtype);
+}
+
 /// Backend::Cpu: both functions into `<dir>/kernel.so`, with the manifest
 /// (key `key`). Throws std::runtime_error with the diagnostics on failure.
 void compileCpuScan(const ScanDesc &desc, const std::string &key,
