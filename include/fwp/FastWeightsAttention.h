@@ -58,7 +58,7 @@ struct FastWeightsAttentionOptions {
   jit::Rule rule = jit::Rule::Delta;
   /// Steps per chunk of the compiled scan, 1..jit::kMaxChunkSize. Changes
   /// speed and rounding, not the function computed.
-  int64_t chunkSize = 64;
+  int64_t chunkSize = kDefaultChunkSize;
   /// Seed of the parameters' initialisation: equal seeds give bit-identical
   /// parameters on every platform.
   uint64_t seed = 0;

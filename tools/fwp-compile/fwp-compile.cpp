@@ -85,7 +85,7 @@ cl::opt<fwp::jit::DType>
                                 "bfloat16 storage, float32 arithmetic"),
                      clEnumValN(fwp::jit::DType::F16, "f16",
                                 "IEEE half storage, float32 arithmetic")));
-cl::opt<int64_t> chunkSize("chunk-size", cl::init(64),
+cl::opt<int64_t> chunkSize("chunk-size", cl::init(fwp::kDefaultChunkSize),
                            cl::desc("steps per chunk of the scan"));
 cl::opt<std::string> chip("chip", cl::init(""),
                           cl::desc("CUDA chip, e.g. sm_90 (the default)"));

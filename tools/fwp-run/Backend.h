@@ -17,6 +17,7 @@
 #ifndef FWP_RUN_BACKEND_H
 #define FWP_RUN_BACKEND_H
 
+#include "fwp/ChunkSize.h"
 #include "fwp/Reference/Reference.h"
 #include "fwp/Support/Npy.h"
 
@@ -31,7 +32,7 @@ enum class BackendKind { Reference, Cpu, Cuda };
 
 /// Options that shape how a backend compiles, from the command line.
 struct BackendSettings {
-  int64_t chunkSize = 64; // steps per chunk of a compiled scan
+  int64_t chunkSize = kDefaultChunkSize; // steps per chunk of a compiled scan
   /// --compute-type: the element type compiled backends run in (inputs
   /// rounded to it, outputs converted back to the files' dtype); unset: the
   /// inputs' dtype.

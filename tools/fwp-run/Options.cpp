@@ -154,11 +154,12 @@ cl::opt<BackendKind, false, NameParser<BackendKind>> backend(
                           "compiled to PTX and run on the GPU by the CUDA\n"
                           "runtime, forward and backward")));
 
+const std::string chunkSizeHelp =
+    fmt::format("steps per chunk of the compiled scan, 1 to {} (default {})",
+                kMaxChunkSize, kDefaultChunkSize);
 cl::opt<long long, false, IntegerParser>
     chunkSize("chunk-size", cl::cat(category), cl::value_desc("C"),
-              cl::init(64),
-              cl::desc("steps per chunk of the compiled scan, 1 to 4096 "
-                       "(default 64)"));
+              cl::init(kDefaultChunkSize), cl::desc(chunkSizeHelp));
 
 cl::opt<rt::DType, false, NameParser<rt::DType>> computeType(
     "compute-type", cl::cat(category),

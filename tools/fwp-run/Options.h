@@ -21,7 +21,7 @@ struct Options {
   ref::Rule rule = ref::Rule::Delta;
   /// Unset without --backend: fwp-run then picks one (chooseBackend).
   std::optional<BackendKind> backend;
-  int64_t chunkSize = 64;
+  int64_t chunkSize = kDefaultChunkSize;
   /// --dump-ir DIR: the IR after every stage, and the PTX.
   std::string dumpIr;
   /// --compute-type: see BackendSettings::computeType.

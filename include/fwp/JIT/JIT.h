@@ -37,6 +37,7 @@
 #ifndef FWP_JIT_JIT_H
 #define FWP_JIT_JIT_H
 
+#include "fwp/ChunkSize.h"
 #include "fwp/Runtime/ElementType.h"
 #include "fwp/Runtime/ModuleInfo.h"
 #include "fwp/Runtime/PlanCuda.h"
@@ -63,10 +64,8 @@ using EntryPoint = rt::EntryPoint;
 
 enum class Backend { Cpu, Cuda };
 
-/// The largest chunk size accepted. The scan's workspaces hold
-/// batch*heads*seqLen*chunkSize elements (fwp-tile-scan), so a chunk size in
-/// the millions would exhaust memory instead of failing cleanly.
-constexpr int64_t kMaxChunkSize = 4096;
+using ::fwp::kDefaultChunkSize;
+using ::fwp::kMaxChunkSize;
 
 /// Everything a compiled kernel is specialised for. The sequence length and
 /// the batch size are not part of it: one kernel serves them all.
@@ -77,7 +76,7 @@ struct KernelDesc {
   int64_t heads = 1;
   int64_t dHead = 1; // d_k = d_v
   DType dtype = DType::F32;
-  int64_t chunkSize = 64; // steps per chunk of the scan, 1..kMaxChunkSize
+  int64_t chunkSize = kDefaultChunkSize; // steps per chunk, 1..kMaxChunkSize
   Backend backend = Backend::Cpu;
   /// The chip to compile for. CUDA: "sm_NN" (empty: sm_90). CPU: empty, the
   /// host this process runs on (the only CPU target, since the code runs

@@ -50,7 +50,7 @@ struct ScanDesc {
   /// are raw vectors; 0: q and k are already features.
   int64_t nu = 0;
   double eps = 1e-6;
-  int64_t chunkSize = 64;
+  int64_t chunkSize = kDefaultChunkSize;
   bool initial = false;     // both scans take an initial state
   bool dFinalState = false; // fwp.scan_grad takes d_final_state
   /// q, k, v, beta, y and their gradients are [B, T, H, *] (fla's layout)

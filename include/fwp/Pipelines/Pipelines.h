@@ -25,7 +25,7 @@ struct CommonPipelineOptions : mlir::PassPipelineOptions<Derived> {
   using Base = mlir::PassPipelineOptions<Derived>;
   typename Base::template Option<int64_t> chunkSize{
       *this, "chunk-size", llvm::cl::desc("steps per chunk of the scan"),
-      llvm::cl::init(64)};
+      llvm::cl::init(kDefaultChunkSize)};
 };
 
 struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {

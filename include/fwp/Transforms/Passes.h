@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
+#include "fwp/ChunkSize.h"
+
 namespace fwp {
 
 #define GEN_PASS_DECL

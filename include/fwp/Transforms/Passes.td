@@ -82,7 +82,8 @@ def FwpScanToChunks : Pass<"fwp-scan-to-chunks"> {
     `k` first, and its gradient `fwp.dpfp_grad` last.
   }];
   let options = [
-    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
+    Option<"chunkSize", "chunk-size", "int64_t",
+           /*default=*/"::fwp::kDefaultChunkSize",
            "steps per chunk">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
@@ -151,7 +152,8 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
     forward's kernels and adds its own (ScanKernels.h).
   }];
   let options = [
-    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
+    Option<"chunkSize", "chunk-size", "int64_t",
+           /*default=*/"::fwp::kDefaultChunkSize",
            "steps per chunk (C)">,
     Option<"valueBlock", "value-block", "int64_t", /*default=*/"32",
            "value columns per scan_state instance (d_v if it does not "
