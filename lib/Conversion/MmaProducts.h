@@ -22,9 +22,9 @@
 namespace fwp {
 
 using mlir::AffineExpr;
+using mlir::AffineMap;
 using mlir::ArrayRef;
 using mlir::ImplicitLocOpBuilder;
-using mlir::AffineMap;
 using mlir::Operation;
 using mlir::SmallVector;
 using mlir::Value;

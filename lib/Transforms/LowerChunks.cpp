@@ -145,6 +145,15 @@ Value ChunkTiles::firstRows(Value tile, Value len) {
       rows.strides);
 }
 
+/// The body of a contraction: acc +/- lhs * rhs, from (lhs, rhs, acc).
+static Value multiplyAccumulate(OpBuilder &nb, Location loc, ValueRange args,
+                                bool subtract) {
+  Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
+  if (subtract)
+    return arith::SubFOp::create(nb, loc, args[2], term);
+  return arith::AddFOp::create(nb, loc, args[2], term);
+}
+
 Value ChunkTiles::product(ProductForm form, Value lhs, Value rhs, Value acc,
                           bool subtract) {
   MLIRContext *context = b.getContext();
@@ -164,12 +173,8 @@ Value ChunkTiles::product(ProductForm form, Value lhs, Value rhs, Value acc,
       b, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
       ArrayRef<AffineMap>{lhsMap, rhsMap, outMap}, iterators,
       [subtract](OpBuilder &nb, Location loc, ValueRange args) {
-        Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
-        Value sum =
-            subtract
-                ? arith::SubFOp::create(nb, loc, args[2], term).getResult()
-                : arith::AddFOp::create(nb, loc, args[2], term).getResult();
-        linalg::YieldOp::create(nb, loc, sum);
+        linalg::YieldOp::create(nb, loc,
+                                multiplyAccumulate(nb, loc, args, subtract));
       });
   return generic.getResult(0);
 }
@@ -203,12 +208,8 @@ Value ChunkTiles::rowDots(Value lhs, Value rhs, Value acc, bool subtract) {
       SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
                                        utils::IteratorType::reduction},
       [subtract](OpBuilder &nb, Location loc, ValueRange args) {
-        Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
-        Value sum =
-            subtract
-                ? arith::SubFOp::create(nb, loc, args[2], term).getResult()
-                : arith::AddFOp::create(nb, loc, args[2], term).getResult();
-        linalg::YieldOp::create(nb, loc, sum);
+        linalg::YieldOp::create(nb, loc,
+                                multiplyAccumulate(nb, loc, args, subtract));
       });
   return generic.getResult(0);
 }
