@@ -44,6 +44,10 @@ public:
   mlir::Value zeros(llvm::ArrayRef<int64_t> shape);
   /// tensor.empty shaped like the per-step (or state) tensor `like`.
   mlir::Value emptyLike(mlir::Value like);
+  /// tensor.empty of the type of a state-like `result`, its dynamic leading
+  /// sizes from `leading` (batch, heads and, for per-chunk states, chunks).
+  mlir::Value emptyState(mlir::Value result,
+                         llvm::ArrayRef<mlir::Value> leading);
 
   /// Rows [t0, t0 + len) of batch element bi, head h of `perStep` as a
   /// `chunk x width` tile (`chunk` for beta), the rows past len zero.

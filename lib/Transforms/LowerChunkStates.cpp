@@ -41,14 +41,9 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
     auto rowsType =
         RankedTensorType::get({ShapedType::kDynamic, values}, element);
     auto stateType = RankedTensorType::get({values, features}, element);
-    Value outputs[] = {
-        tensor::EmptyOp::create(
-            b, cast<RankedTensorType>(op.getH().getType()).getShape(), element,
-            dynamicStartStateSizes(op, batch, heads, chunks)),
-        tiles.emptyLike(op.getValues()),
-        tensor::EmptyOp::create(
-            b, cast<RankedTensorType>(op.getFinalState().getType()).getShape(),
-            element, dynamicStateSizes(op, batch, heads))};
+    Value outputs[] = {tiles.emptyState(op.getH(), {batch, heads, chunks}),
+                       tiles.emptyLike(op.getValues()),
+                       tiles.emptyState(op.getFinalState(), {batch, heads})};
 
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     auto perHead = [&](Value bi, Value h) {
@@ -123,30 +118,6 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
         });
     rewriter.replaceOp(op, forall.getResults());
     return success();
-  }
-
-  /// The dynamic sizes of h, [B, H, N, d_v, D].
-  static SmallVector<Value> dynamicStartStateSizes(ChunkStatesOp op,
-                                                   Value batch, Value heads,
-                                                   Value chunks) {
-    auto type = cast<RankedTensorType>(op.getH().getType());
-    SmallVector<Value> sizes;
-    Value all[] = {batch, heads, chunks};
-    for (int64_t dim = 0; dim < 3; ++dim)
-      if (type.isDynamicDim(dim))
-        sizes.push_back(all[dim]);
-    return sizes;
-  }
-  /// The dynamic sizes of the final state, [B, H, d_v, D].
-  static SmallVector<Value> dynamicStateSizes(ChunkStatesOp op, Value batch,
-                                              Value heads) {
-    auto type = cast<RankedTensorType>(op.getFinalState().getType());
-    SmallVector<Value> sizes;
-    Value all[] = {batch, heads};
-    for (int64_t dim = 0; dim < 2; ++dim)
-      if (type.isDynamicDim(dim))
-        sizes.push_back(all[dim]);
-    return sizes;
   }
 };
 

@@ -37,8 +37,8 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
                                  tiles.stepDim(op.getK(), 2)};
     Value outputs[] = {
         tiles.emptyLike(op.getDy()),
-        emptyState(b, op.getDh(), {bounds[0], bounds[1], chunks}, element),
-        emptyState(b, op.getDInitial(), bounds, element)};
+        tiles.emptyState(op.getDh(), {bounds[0], bounds[1], chunks}),
+        tiles.emptyState(op.getDInitial(), bounds)};
 
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     OpFoldResult valuesSize = b.getIndexAttr(values),
@@ -108,18 +108,6 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
         });
     rewriter.replaceOp(op, forall.getResults());
     return success();
-  }
-
-  /// tensor.empty of a state-like result, its dynamic leading sizes from
-  /// `leading` (batch, heads and, for per-chunk states, chunks).
-  static Value emptyState(ImplicitLocOpBuilder &b, Value result,
-                          ArrayRef<Value> leading, Type element) {
-    auto type = cast<RankedTensorType>(result.getType());
-    SmallVector<Value> sizes;
-    for (auto [dim, size] : llvm::enumerate(leading))
-      if (type.isDynamicDim(dim))
-        sizes.push_back(size);
-    return tensor::EmptyOp::create(b, type.getShape(), element, sizes);
   }
 };
 

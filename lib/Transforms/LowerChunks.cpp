@@ -57,6 +57,15 @@ Value ChunkTiles::emptyLike(Value like) {
   return tensor::EmptyOp::create(b, type.getShape(), element, dynamicSizes);
 }
 
+Value ChunkTiles::emptyState(Value result, ArrayRef<Value> leading) {
+  auto type = cast<RankedTensorType>(result.getType());
+  SmallVector<Value> sizes;
+  for (auto [dim, size] : llvm::enumerate(leading))
+    if (type.isDynamicDim(dim))
+      sizes.push_back(size);
+  return tensor::EmptyOp::create(b, type.getShape(), element, sizes);
+}
+
 ChunkTiles::Slice ChunkTiles::rowsSlice(Value bi, Value h, Value t0, Value len,
                                         int64_t width) {
   OpFoldResult one = b.getIndexAttr(1);
@@ -99,14 +108,7 @@ Value ChunkTiles::place(Value source, Value dest, const Slice &slice) {
 }
 
 Value ChunkTiles::copy(Value source) {
-  auto type = cast<RankedTensorType>(source.getType());
-  SmallVector<Value> dynamicSizes;
-  for (int64_t dim = 0; dim < type.getRank(); ++dim)
-    if (type.isDynamicDim(dim))
-      dynamicSizes.push_back(tensor::DimOp::create(b, source, dim));
-  Value empty =
-      tensor::EmptyOp::create(b, type.getShape(), element, dynamicSizes);
-  return linalg::CopyOp::create(b, source, empty).getResult(0);
+  return linalg::CopyOp::create(b, source, emptyLike(source)).getResult(0);
 }
 
 Value ChunkTiles::loadRows(Value perStep, Value bi, Value h, Value t0,
