@@ -15,9 +15,10 @@
 
 namespace fwp {
 
-/// Tiles `op` (static shapes, buffers) into register tiles, vectorizes each
-/// and erases `op`: a product (linalg.matmul) into blocks of up to 8 x 32
-/// accumulators and single k steps, anything else into rows.
+/// Tiles `op` (buffers) into register tiles, vectorizes each and erases
+/// `op`: a product (linalg.matmul, static shapes) into blocks of up to
+/// 8 x 32 accumulators and single k steps, anything else into rows. An
+/// operation other than a product with a dynamic size is left as it is.
 mlir::LogicalResult tileAndVectorize(mlir::RewriterBase &rewriter,
                                      mlir::linalg::LinalgOp op);
 

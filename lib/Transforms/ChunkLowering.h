@@ -106,13 +106,13 @@ struct ParallelStore {
   ChunkTiles::Slice slice;
 };
 
-/// scf.forall over [0, bounds) with `outputs` as shared_outs: `body` builds
-/// one point's work (given its indices and the shared outs' block
-/// arguments) and says what it writes, which becomes the terminator's
-/// parallel_insert_slice ops.
+/// Kernel `kernel`: an scf.forall over [0, bounds) tagged `fwp.kernel`, with
+/// `outputs` as shared_outs: `body` builds one point's work (given its
+/// indices and the shared outs' block arguments) and says what it writes,
+/// which becomes the terminator's parallel_insert_slice ops.
 mlir::scf::ForallOp
-buildForall(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> bounds,
-            mlir::ValueRange outputs,
+buildForall(mlir::ImplicitLocOpBuilder &b, llvm::StringRef kernel,
+            llvm::ArrayRef<mlir::Value> bounds, mlir::ValueRange outputs,
             llvm::function_ref<llvm::SmallVector<ParallelStore>(
                 mlir::ValueRange indices, mlir::ValueRange outs)>
                 body);

@@ -38,8 +38,9 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
                                  tiles.numChunks(steps)};
     Value outputs[] = {tiles.emptyLike(op.getU())};
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    auto forall =
-        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall = buildForall(
+        b, "chunk_output", bounds, outputs,
+        [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1], c = point[2];
           auto [t0, len] = tiles.span(c, steps);
           Value queries = tiles.loadRows(op.getQ(), bi, h, t0, len);

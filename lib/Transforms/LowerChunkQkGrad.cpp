@@ -40,8 +40,9 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
       outputs.push_back(tiles.emptyLike(op.getK()));
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     auto stateType = RankedTensorType::get({values, features}, element);
-    auto forall =
-        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall = buildForall(
+        b, "chunk_qk_grad", bounds, outputs,
+        [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1], c = point[2];
           auto [t0, len] = tiles.span(c, steps);
           Value queries = tiles.loadRows(op.getQ(), bi, h, t0, len);

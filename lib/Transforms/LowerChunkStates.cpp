@@ -63,8 +63,9 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
       return slice;
     };
 
-    auto forall =
-        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall = buildForall(
+        b, "chunk_states", bounds, outputs,
+        [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
           ChunkTiles::Slice hSlice = perHead(bi, h);
           ChunkTiles::Slice uSlice =

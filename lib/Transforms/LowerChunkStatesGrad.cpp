@@ -44,8 +44,9 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
     OpFoldResult valuesSize = b.getIndexAttr(values),
                  featuresSize = b.getIndexAttr(features);
     auto stateType = RankedTensorType::get({values, features}, element);
-    auto forall =
-        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall = buildForall(
+        b, "chunk_states_grad", bounds, outputs,
+        [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
           ChunkTiles::Slice dhSlice =
               tiles.region({bi, h, zero, zero, zero},

@@ -36,8 +36,8 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
     Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV())};
     int64_t features = op.getK().getType().getDimSize(3);
     int64_t values = op.getV().getType().getDimSize(3);
-    auto forall =
-        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall = buildForall(
+        b, "chunk_wy", bounds, outputs, [&](ValueRange point, ValueRange outs) {
           auto [t0, len] = tiles.span(point[2], steps);
           Value keys = tiles.loadRows(op.getK(), point[0], point[1], t0, len);
           Value vals = tiles.loadRows(op.getV(), point[0], point[1], t0, len);

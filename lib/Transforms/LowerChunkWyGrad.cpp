@@ -41,8 +41,9 @@ struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
                                  tiles.numChunks(steps)};
     Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV()),
                        tiles.emptyLike(op.getBeta())};
-    auto forall =
-        buildForall(b, bounds, outputs, [&](ValueRange point, ValueRange outs) {
+    auto forall = buildForall(
+        b, "chunk_wy_grad", bounds, outputs,
+        [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
           auto [t0, len] = tiles.span(point[2], steps);
           auto load = [&](Value perStep) {

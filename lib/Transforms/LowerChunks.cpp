@@ -8,6 +8,7 @@
 
 #include "ChunkLowering.h"
 
+#include "fwp/Transforms/Kernels.h"
 #include "fwp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -147,12 +148,14 @@ Value ChunkTiles::firstRows(Value tile, Value len) {
       rows.strides);
 }
 
-/// The body of a contraction: acc +/- lhs * rhs, from (lhs, rhs, acc).
+/// The body of a reduction: acc +/- lhs * rhs, from (lhs, rhs, acc). A
+/// difference is the sum with the negated term, so that the vectorizer sees
+/// an add reduction (the same rounding: negation is exact).
 static Value multiplyAccumulate(OpBuilder &nb, Location loc, ValueRange args,
                                 bool subtract) {
   Value term = arith::MulFOp::create(nb, loc, args[0], args[1]);
   if (subtract)
-    return arith::SubFOp::create(nb, loc, args[2], term);
+    term = arith::NegFOp::create(nb, loc, term);
   return arith::AddFOp::create(nb, loc, args[2], term);
 }
 
@@ -168,17 +171,26 @@ Value ChunkTiles::product(ProductForm form, Value lhs, Value rhs, Value acc,
   if (form == ProductForm::TN)
     lhsMap = AffineMap::get(3, 0, {k, i}, context);
   AffineMap outMap = AffineMap::get(3, 0, {i, j}, context);
-  SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
-                                                utils::IteratorType::parallel,
-                                                utils::IteratorType::reduction};
-  auto generic = linalg::GenericOp::create(
-      b, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
-      ArrayRef<AffineMap>{lhsMap, rhsMap, outMap}, iterators,
-      [subtract](OpBuilder &nb, Location loc, ValueRange args) {
-        linalg::YieldOp::create(nb, loc,
-                                multiplyAccumulate(nb, loc, args, subtract));
-      });
-  return generic.getResult(0);
+  // A named matmul (its operands' transposes in its indexing maps): what the
+  // tile level's lowerings recognise as a product.
+  auto matmul = [&](Value into) {
+    SmallVector<Attribute> maps = {AffineMapAttr::get(lhsMap),
+                                   AffineMapAttr::get(rhsMap),
+                                   AffineMapAttr::get(outMap)};
+    return linalg::MatmulOp::create(
+               b, TypeRange{into.getType()}, ValueRange{lhs, rhs},
+               ValueRange{into},
+               {b.getNamedAttr("indexing_maps", b.getArrayAttr(maps))})
+        .getResult(0);
+  };
+  if (!subtract)
+    return matmul(acc);
+  auto type = cast<RankedTensorType>(acc.getType());
+  Value term = matmul(zeros(type.getShape()));
+  // Into acc itself: an accumulator carried by a loop stays in its buffer.
+  return linalg::SubOp::create(b, TypeRange{type}, ValueRange{acc, term},
+                               ValueRange{acc})
+      .getResult(0);
 }
 
 Value ChunkTiles::scaleRows(Value gates, Value tile) {
@@ -302,10 +314,12 @@ Value ChunkTiles::substitute(Value m, Value base) {
 }
 
 scf::ForallOp buildForall(
-    ImplicitLocOpBuilder &b, ArrayRef<Value> bounds, ValueRange outputs,
+    ImplicitLocOpBuilder &b, StringRef kernel, ArrayRef<Value> bounds,
+    ValueRange outputs,
     function_ref<SmallVector<ParallelStore>(ValueRange, ValueRange)> body) {
   SmallVector<OpFoldResult> upper(bounds.begin(), bounds.end());
   auto forall = scf::ForallOp::create(b, upper, outputs, std::nullopt);
+  forall->setAttr(kKernelAttrName, b.getStringAttr(kernel));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   SmallVector<ParallelStore> stores =

@@ -57,12 +57,27 @@ func.func @mask(%t: memref<16x16xf32>) {
 
 // -----
 
-func.func @dynamic_tile(%t: memref<?x16xf32>) {
+// A chunk's rows cut at the sequence's end: left to fwp-lower-tiles.
+// CHECK-LABEL: func.func @dynamic_rows
+func.func @dynamic_rows(%t: memref<?x16xf32>) {
   %n = arith.constant 3 : index
   %zero = arith.constant 0.0 : f32
+  // CHECK: linalg.fill
   scf.forall (%i) in (%n) {
-    // expected-error @+1 {{fwp-tiles-to-vectors expects static tiles}}
     linalg.fill ins(%zero : f32) outs(%t : memref<?x16xf32>)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
+func.func @dynamic_product(%a: memref<?x16xf32>, %b: memref<16x16xf32>,
+                           %c: memref<?x16xf32>) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    // expected-error @+1 {{fwp-tiles-to-vectors expects static products}}
+    linalg.matmul ins(%a, %b : memref<?x16xf32>, memref<16x16xf32>)
+                  outs(%c : memref<?x16xf32>)
   } {fwp.kernel = "k"}
   return
 }

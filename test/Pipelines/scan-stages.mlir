@@ -17,4 +17,4 @@
 // LINALG-COUNT-3: scf.forall
 // LINALG-NOT: fwp.chunk
 
-// DONE-NOT: fwp.
+// DONE-NOT: = fwp.

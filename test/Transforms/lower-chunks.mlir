@@ -1,17 +1,21 @@
 // RUN: fwp-opt %s -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s
 
-// The WY form: a forall over (batch, head, chunk); in it K K^T, the gates'
-// rows, and Wt and Ut each solved a row at a time (16 rows), both stored
-// back with the padding rows dropped.
+// The WY form: kernel chunk_wy, a forall over (batch, head, chunk); in it
+// K K^T (a matmul reading its right operand transposed), the gates' rows,
+// and Wt and Ut each solved a row at a time (16 rows), both stored back
+// with the padding rows dropped.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-LABEL: func @wy
 // CHECK: %[[CHUNKS:.*]] = arith.ceildivui
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[CHUNKS]]) shared_outs
 // CHECK-COUNT-3: linalg.copy
-// CHECK: linalg.generic {{.*}}["parallel", "parallel", "reduction"]{{.*}} : tensor<16x32xf32>, tensor<16x32xf32>) outs(%{{.*}} : tensor<16x16xf32>)
+// CHECK: linalg.matmul indexing_maps = [#[[ROWS]], #[[COLS]], #{{.*}}] ins(%{{.*}} : tensor<16x32xf32>, tensor<16x32xf32>) outs(%{{.*}} : tensor<16x16xf32>)
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
 // CHECK: scf.forall.in_parallel
 // CHECK-COUNT-2: tensor.parallel_insert_slice
+// CHECK: {fwp.kernel = "chunk_wy"}
 func.func @wy(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
               %b: tensor<40x2x4xf32>)
     -> (tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>) {
