@@ -95,7 +95,7 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
   pm.addPass(createFwpDecomposeAttention());
   if (chunkStages) {
     pm.addPass(createFwpScanToChunks({tileScan.chunkSize}));
-    pm.addPass(createFwpLowerChunks());
+    pm.addPass(createFwpLowerChunks({/*fuseForward=*/tileScan.fuse}));
   } else {
     pm.addPass(createFwpFuseDpfp());
   }

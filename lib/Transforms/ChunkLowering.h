@@ -117,6 +117,29 @@ buildForall(mlir::ImplicitLocOpBuilder &b, llvm::StringRef kernel,
                 mlir::ValueRange indices, mlir::ValueRange outs)>
                 body);
 
+/// One chunk's steps of the forward (docs/delta-rule-math.md, section 4), on
+/// `chunk`-row tiles whose rows past the sequence's end are zero. The
+/// lowerings of fwp.chunk_wy, fwp.chunk_states and fwp.chunk_output run each
+/// in a kernel of its own; the fused forward runs all three in one.
+struct WyTiles {
+  mlir::Value wt, ut;
+};
+/// Wt = A diag(b) K, Ut = A diag(b) V with A = (I + stril(diag(b) K K^T))^-1,
+/// by forward substitution.
+WyTiles chunkWy(ChunkTiles &tiles, mlir::Value keys, mlir::Value values,
+                mlir::Value gates);
+/// The values the chunk writes, U = Ut - Wt S^T (delta: `wt` set) or V
+/// (sum), given the state S at the chunk's start.
+mlir::Value chunkWrites(ChunkTiles &tiles, mlir::Value values, mlir::Value wt,
+                        mlir::Value state);
+/// The state after the chunk: S + U^T K.
+mlir::Value chunkNextState(ChunkTiles &tiles, mlir::Value writes,
+                           mlir::Value keys, mlir::Value state);
+/// The chunk's outputs: Y = Q S^T + tril(Q K^T) U.
+mlir::Value chunkOutput(ChunkTiles &tiles, mlir::Value queries,
+                        mlir::Value keys, mlir::Value writes,
+                        mlir::Value state);
+
 /// The patterns of fwp-lower-chunks, one per operation.
 void populateLowerChunkWyPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkStatesPattern(mlir::RewritePatternSet &patterns);
@@ -124,6 +147,8 @@ void populateLowerChunkOutputPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkStatesGradPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkQkGradPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkWyGradPattern(mlir::RewritePatternSet &patterns);
+/// The forward's three operations as one kernel per (batch, head).
+void populateFuseChunkForwardPattern(mlir::RewritePatternSet &patterns);
 
 /// Fails with a message on `op` unless `type`'s last dimension is static.
 mlir::LogicalResult requireStaticWidth(mlir::PatternRewriter &rewriter,

@@ -16,6 +16,17 @@
 using namespace mlir;
 
 namespace fwp {
+
+Value chunkOutput(ChunkTiles &tiles, Value queries, Value keys, Value writes,
+                  Value state) {
+  int64_t values = cast<RankedTensorType>(writes.getType()).getDimSize(1);
+  Value scores = tiles.lowerTriangle(tiles.product(
+      ProductForm::NT, queries, keys, tiles.zeros({tiles.chunk, tiles.chunk})));
+  Value y = tiles.product(ProductForm::NT, queries, state,
+                          tiles.zeros({tiles.chunk, values}));
+  return tiles.product(ProductForm::NN, scores, writes, y);
+}
+
 namespace {
 
 struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
@@ -52,12 +63,7 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
               ArrayRef<OpFoldResult>{one, one, one, b.getIndexAttr(values),
                                      b.getIndexAttr(features)},
               SmallVector<OpFoldResult>(5, one));
-          Value scores = tiles.lowerTriangle(
-              tiles.product(ProductForm::NT, queries, keys,
-                            tiles.zeros({tiles.chunk, tiles.chunk})));
-          Value y = tiles.product(ProductForm::NT, queries, start,
-                                  tiles.zeros({tiles.chunk, values}));
-          y = tiles.product(ProductForm::NN, scores, written, y);
+          Value y = chunkOutput(tiles, queries, keys, written, start);
           ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, values);
           return SmallVector<ParallelStore>{
               {tiles.copyTo(tiles.firstRows(y, len), outs[0], rows), outs[0],

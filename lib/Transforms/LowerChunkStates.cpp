@@ -15,6 +15,17 @@
 using namespace mlir;
 
 namespace fwp {
+
+Value chunkWrites(ChunkTiles &tiles, Value values, Value wt, Value state) {
+  if (!wt)
+    return values;
+  return tiles.product(ProductForm::NT, wt, state, values, /*subtract=*/true);
+}
+
+Value chunkNextState(ChunkTiles &tiles, Value writes, Value keys, Value state) {
+  return tiles.product(ProductForm::TN, writes, keys, state);
+}
+
 namespace {
 
 struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
@@ -98,17 +109,17 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
                                        cb.getIndexAttr(features)}));
                 auto [t0, len] = chunkTiles.span(c, steps);
                 Value keys = chunkTiles.loadRows(op.getK(), bi, h, t0, len);
-                Value u = chunkTiles.loadRows(op.getValues(), bi, h, t0, len);
-                if (op.getWt()) {
-                  Value wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
-                  u = chunkTiles.product(ProductForm::NT, wt, s, u,
-                                         /*subtract=*/true);
-                }
+                Value wt;
+                if (op.getWt())
+                  wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
+                Value u = chunkWrites(
+                    chunkTiles,
+                    chunkTiles.loadRows(op.getValues(), bi, h, t0, len), wt, s);
                 Value rows = chunkTiles.place(
                     chunkTiles.firstRows(u, len), carried[2],
                     chunkTiles.region({t0, zero},
                                       {len, cb.getIndexAttr(values)}));
-                Value next = chunkTiles.product(ProductForm::TN, u, keys, s);
+                Value next = chunkNextState(chunkTiles, u, keys, s);
                 scf::YieldOp::create(cb, ValueRange{next, starts, rows});
               });
           return SmallVector<ParallelStore>{

@@ -16,6 +16,15 @@
 using namespace mlir;
 
 namespace fwp {
+
+WyTiles chunkWy(ChunkTiles &tiles, Value keys, Value values, Value gates) {
+  Value gram = tiles.product(ProductForm::NT, keys, keys,
+                             tiles.zeros({tiles.chunk, tiles.chunk}));
+  Value m = tiles.scaleRows(gates, gram);
+  return {tiles.substitute(m, tiles.scaleRows(gates, keys)),
+          tiles.substitute(m, tiles.scaleRows(gates, values))};
+}
+
 namespace {
 
 struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
@@ -43,11 +52,7 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
           Value vals = tiles.loadRows(op.getV(), point[0], point[1], t0, len);
           Value gates =
               tiles.loadRows(op.getBeta(), point[0], point[1], t0, len);
-          Value gram = tiles.product(ProductForm::NT, keys, keys,
-                                     tiles.zeros({tiles.chunk, tiles.chunk}));
-          Value m = tiles.scaleRows(gates, gram);
-          Value wt = tiles.substitute(m, tiles.scaleRows(gates, keys));
-          Value ut = tiles.substitute(m, tiles.scaleRows(gates, vals));
+          auto [wt, ut] = chunkWy(tiles, keys, vals, gates);
           ChunkTiles::Slice wtRows =
               tiles.rowsSlice(point[0], point[1], t0, len, features);
           ChunkTiles::Slice utRows =

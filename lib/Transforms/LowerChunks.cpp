@@ -2,7 +2,8 @@
 //
 // The pass, and the tiles its lowerings share (ChunkLowering.h). The
 // lowerings themselves: LowerChunkWy.cpp, LowerChunkStates.cpp,
-// LowerChunkOutput.cpp.
+// LowerChunkOutput.cpp, the backward's LowerChunk*Grad.cpp, and the fused
+// forward, FuseChunkForward.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -346,6 +347,11 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
   using FwpLowerChunksBase::FwpLowerChunksBase;
 
   void runOnOperation() override {
+    if (fuseForward) {
+      RewritePatternSet fusion(&getContext());
+      populateFuseChunkForwardPattern(fusion);
+      walkAndApplyPatterns(getOperation(), std::move(fusion));
+    }
     RewritePatternSet patterns(&getContext());
     populateLowerChunkWyPattern(patterns);
     populateLowerChunkStatesPattern(patterns);

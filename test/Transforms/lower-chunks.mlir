@@ -1,4 +1,5 @@
 // RUN: fwp-opt %s -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: fwp-opt %s -fwp-lower-chunks=fuse-forward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 
 // The WY form: kernel chunk_wy, a forall over (batch, head, chunk); in it
 // K K^T (a matmul reading its right operand transposed), the gates' rows,
@@ -60,6 +61,61 @@ func.func @output(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
       : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
         tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
   return %y : tensor<40x2x4x8xf32>
+}
+
+// -----
+
+// The forward's three stages: a kernel each, or with fuse-forward one
+// kernel over (batch, head) whose loop over the chunks carries the state
+// and the outputs' rows; the final state is its second result.
+// CHECK-LABEL: func @forward
+// CHECK: {fwp.kernel = "chunk_wy"}
+// CHECK: {fwp.kernel = "chunk_states"}
+// CHECK: {fwp.kernel = "chunk_output"}
+// FUSED-LABEL: func @forward
+// FUSED-NOT: fwp.chunk_
+// FUSED: %[[KERNEL:.*]]:2 = scf.forall (%{{.*}}, %{{.*}}) in
+// FUSED: scf.for {{.*}} iter_args({{.*}}) -> (tensor<8x32xf32>, tensor<?x8xf32>)
+// FUSED: {fwp.kernel = "chunk_forward"}
+// FUSED-NOT: fwp.kernel
+// FUSED: return %[[KERNEL]]#0, %[[KERNEL]]#1
+func.func @forward(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                   %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y, %final : tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// Start states that something else reads as well stay a stage of their
+// own.
+// FUSED-LABEL: func @start_states_read
+// FUSED: {fwp.kernel = "chunk_wy"}
+// FUSED: {fwp.kernel = "chunk_states"}
+// FUSED: {fwp.kernel = "chunk_output"}
+func.func @start_states_read(%q: tensor<40x2x4x32xf32>,
+                             %k: tensor<40x2x4x32xf32>,
+                             %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y, %h : tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>
 }
 
 // -----

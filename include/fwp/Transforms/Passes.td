@@ -107,8 +107,19 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks"> {
     `tensor.parallel_insert_slice`, the padding dropped. Every copy is a
     `linalg.copy` into the region it fills, so that bufferization leaves no
     `memref.copy` (a call into MLIR's runtime library, which compiled
-    modules do not link).
+    modules do not link). Each `scf.forall` is a kernel (`fwp.kernel`,
+    named after its operation).
+
+    With `fuse-forward`, the forward's three operations (`fwp.chunk_wy`,
+    `fwp.chunk_states`, `fwp.chunk_output`, where nothing else reads what
+    they pass on) become one kernel, `chunk_forward`: a forall over (batch,
+    head) that takes each chunk through all three steps in turn, its tiles
+    kept in the kernel (the CPU's choice).
   }];
+  let options = [
+    Option<"fuseForward", "fuse-forward", "bool", /*default=*/"false",
+           "The forward's stages as one kernel per (batch, head)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",

@@ -1,0 +1,150 @@
+//===- FuseChunkForward.cpp - The forward's stages as one kernel ----------===//
+//
+// fwp.chunk_wy -> fwp.chunk_states -> fwp.chunk_output, where nothing else
+// reads the WY form, the start states or the writes, as one scf.forall over
+// (batch, head) and in it the chunks in order, each chunk's steps (the WY
+// form, its writes, its outputs, the next state) on tiles that never leave
+// the kernel:
+//
+//   Wt, Ut = WY(K, V, b);  U = Ut - Wt S^T;  Y = Q S^T + tril(Q K^T) U;
+//   S = S + U^T K
+//
+// The CPU's choice: a chunk's tiles stay in its core's caches from one step
+// to the next, and the start states are never stored. The steps are those
+// of the three operations' own lowerings (ChunkLowering.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLowering.h"
+
+#include "mlir/IR/Dominance.h"
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+/// Whether every use of `value` is by `user`.
+bool onlyUsedBy(Value value, Operation *user) {
+  return llvm::all_of(value.getUsers(),
+                      [&](Operation *op) { return op == user; });
+}
+
+struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkOutputOp output,
+                                PatternRewriter &rewriter) const override {
+    auto states = output.getH().getDefiningOp<ChunkStatesOp>();
+    if (!states || output.getU() != states.getU() ||
+        output.getK() != states.getK() || !onlyUsedBy(states.getH(), output) ||
+        !onlyUsedBy(states.getU(), output))
+      return rewriter.notifyMatchFailure(output, "not the states' outputs");
+    ChunkWyOp wy;
+    if (states.getWt()) {
+      wy = states.getWt().getDefiningOp<ChunkWyOp>();
+      if (!wy || states.getValues() != wy.getUt() ||
+          states.getWt() != wy.getWt() || wy.getK() != states.getK() ||
+          !onlyUsedBy(wy.getWt(), states) || !onlyUsedBy(wy.getUt(), states))
+        return rewriter.notifyMatchFailure(output, "not the WY form's states");
+    }
+    // The per-step values V: through the WY form (delta), or the writes
+    // themselves (sum). Y is shaped like them.
+    Value v = wy ? wy.getV() : states.getValues();
+    if (v.getType() != output.getType())
+      return rewriter.notifyMatchFailure(output, "values unlike the outputs");
+    // The kernel takes the states' place, so that it comes before every use
+    // of the final state.
+    if (!DominanceInfo(states->getParentOp())
+             .properlyDominates(output.getQ(), states))
+      return rewriter.notifyMatchFailure(output, "queries after the states");
+    if (failed(requireStaticWidth(rewriter, output, output.getQ(), "q")) ||
+        failed(requireStaticWidth(rewriter, output, output.getU(), "u")))
+      return failure();
+
+    rewriter.setInsertionPoint(states);
+    ImplicitLocOpBuilder b(output.getLoc(), rewriter);
+    auto keysType = cast<RankedTensorType>(states.getK().getType());
+    Type element = keysType.getElementType();
+    ChunkTiles tiles(b, element, output.getChunkSize(), output.getBatchFirst());
+    int64_t features = keysType.getDimSize(3);
+    int64_t values = output.getU().getType().getDimSize(3);
+    Value steps = tiles.stepDim(states.getK(), 0);
+    Value chunks = tiles.numChunks(steps);
+    SmallVector<Value> bounds = {tiles.stepDim(states.getK(), 1),
+                                 tiles.stepDim(states.getK(), 2)};
+    Value outputs[] = {
+        tiles.emptyLike(v),
+        tiles.emptyState(states.getFinalState(), {bounds[0], bounds[1]})};
+    auto rowsType =
+        RankedTensorType::get({ShapedType::kDynamic, values}, element);
+    auto stateType = RankedTensorType::get({values, features}, element);
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+
+    auto forall = buildForall(
+        b, "chunk_forward", bounds, outputs,
+        [&](ValueRange point, ValueRange outs) {
+          Value bi = point[0], h = point[1];
+          ChunkTiles::Slice ySlice =
+              tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+          ChunkTiles::Slice finalSlice = tiles.region(
+              {bi, h, zero, zero},
+              {one, one, b.getIndexAttr(values), b.getIndexAttr(features)});
+          Value state = tiles.zeros({values, features});
+          if (states.getInitial())
+            state = tiles.copy(tensor::ExtractSliceOp::create(
+                b, stateType, states.getInitial(), finalSlice.offsets,
+                finalSlice.sizes, finalSlice.strides));
+          Value headRows = tensor::ExtractSliceOp::create(
+              b, rowsType, outs[0], ySlice.offsets, ySlice.sizes,
+              ySlice.strides);
+
+          auto loop = scf::ForOp::create(
+              b, tiles.index(0), chunks, tiles.index(1),
+              ValueRange{state, headRows},
+              [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
+                ImplicitLocOpBuilder cb(loc, nb);
+                ChunkTiles chunk(cb, element, tiles.chunk, tiles.batchFirst);
+                Value s = carried[0];
+                auto [t0, len] = chunk.span(c, steps);
+                Value keys = chunk.loadRows(states.getK(), bi, h, t0, len);
+                Value vals = chunk.loadRows(v, bi, h, t0, len);
+                Value wt;
+                if (wy) {
+                  WyTiles form =
+                      chunkWy(chunk, keys, vals,
+                              chunk.loadRows(wy.getBeta(), bi, h, t0, len));
+                  wt = form.wt;
+                  vals = form.ut;
+                }
+                Value u = chunkWrites(chunk, vals, wt, s);
+                Value y = chunkOutput(
+                    chunk, chunk.loadRows(output.getQ(), bi, h, t0, len), keys,
+                    u, s);
+                Value rows = chunk.place(
+                    chunk.firstRows(y, len), carried[1],
+                    chunk.region({t0, zero}, {len, cb.getIndexAttr(values)}));
+                scf::YieldOp::create(
+                    cb, ValueRange{chunkNextState(chunk, u, keys, s), rows});
+              });
+          return SmallVector<ParallelStore>{
+              {loop.getResult(1), outs[0], ySlice},
+              {tiles.copyTo(loop.getResult(0), outs[1], finalSlice), outs[1],
+               finalSlice}};
+        });
+    rewriter.replaceAllUsesWith(states.getFinalState(), forall.getResult(1));
+    rewriter.replaceOp(output, forall.getResult(0));
+    rewriter.eraseOp(states);
+    if (wy)
+      rewriter.eraseOp(wy);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateFuseChunkForwardPattern(RewritePatternSet &patterns) {
+  patterns.add<FuseChunkForward>(patterns.getContext());
+}
+
+} // namespace fwp
