@@ -63,6 +63,17 @@ public:
                llvm::ArrayRef<mlir::OpFoldResult> sizes);
   Slice rowsSlice(mlir::Value bi, mlir::Value h, mlir::Value t0,
                   mlir::Value len, int64_t width);
+  /// The (bi, h) entry of a per-head tensor [B, H, sizes...].
+  Slice perHead(mlir::Value bi, mlir::Value h,
+                llvm::ArrayRef<mlir::OpFoldResult> sizes);
+  /// The region `slice` of `source` as a tensor of `shape`, the unit
+  /// dimensions dropped.
+  mlir::Value extract(mlir::Value source, llvm::ArrayRef<int64_t> shape,
+                      const Slice &slice);
+  /// The state a pass over the chunks starts from: the (bi, h) state
+  /// `slice` of `given` (copied), or zero without one.
+  mlir::Value startState(mlir::Value given, const Slice &slice, int64_t rows,
+                         int64_t cols);
   /// The first `len` rows of a `chunk x width` (or `chunk`) tile.
   mlir::Value firstRows(mlir::Value tile, mlir::Value len);
 

@@ -76,10 +76,7 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     Value outputs[] = {
         tiles.emptyLike(v),
         tiles.emptyState(states.getFinalState(), {bounds[0], bounds[1]})};
-    auto rowsType =
-        RankedTensorType::get({ShapedType::kDynamic, values}, element);
-    auto stateType = RankedTensorType::get({values, features}, element);
-    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    OpFoldResult zero = b.getIndexAttr(0);
 
     auto forall = buildForall(
         b, "chunk_forward", bounds, outputs,
@@ -87,17 +84,12 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
           Value bi = point[0], h = point[1];
           ChunkTiles::Slice ySlice =
               tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
-          ChunkTiles::Slice finalSlice = tiles.region(
-              {bi, h, zero, zero},
-              {one, one, b.getIndexAttr(values), b.getIndexAttr(features)});
-          Value state = tiles.zeros({values, features});
-          if (states.getInitial())
-            state = tiles.copy(tensor::ExtractSliceOp::create(
-                b, stateType, states.getInitial(), finalSlice.offsets,
-                finalSlice.sizes, finalSlice.strides));
-          Value headRows = tensor::ExtractSliceOp::create(
-              b, rowsType, outs[0], ySlice.offsets, ySlice.sizes,
-              ySlice.strides);
+          ChunkTiles::Slice finalSlice = tiles.perHead(
+              bi, h, {b.getIndexAttr(values), b.getIndexAttr(features)});
+          Value state = tiles.startState(states.getInitial(), finalSlice,
+                                         values, features);
+          Value headRows =
+              tiles.extract(outs[0], {ShapedType::kDynamic, values}, ySlice);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),

@@ -47,52 +47,29 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
                                  tiles.stepDim(op.getK(), 2)};
     Value batch = bounds[0], heads = bounds[1];
 
-    auto startStatesType = RankedTensorType::get(
-        {ShapedType::kDynamic, values, features}, element);
-    auto rowsType =
-        RankedTensorType::get({ShapedType::kDynamic, values}, element);
-    auto stateType = RankedTensorType::get({values, features}, element);
     Value outputs[] = {tiles.emptyState(op.getH(), {batch, heads, chunks}),
                        tiles.emptyLike(op.getValues()),
                        tiles.emptyState(op.getFinalState(), {batch, heads})};
 
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    auto perHead = [&](Value bi, Value h) {
-      ChunkTiles::Slice slice;
-      slice.offsets = {bi, h, zero, zero, zero};
-      slice.sizes = {one, one, chunks, b.getIndexAttr(values),
-                     b.getIndexAttr(features)};
-      slice.strides.assign(5, one);
-      return slice;
-    };
-    auto stateSlice = [&](Value bi, Value h) {
-      ChunkTiles::Slice slice;
-      slice.offsets = {bi, h, zero, zero};
-      slice.sizes = {one, one, b.getIndexAttr(values),
-                     b.getIndexAttr(features)};
-      slice.strides.assign(4, one);
-      return slice;
-    };
-
+    OpFoldResult valuesSize = b.getIndexAttr(values),
+                 featuresSize = b.getIndexAttr(features);
     auto forall = buildForall(
         b, "chunk_states", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          ChunkTiles::Slice hSlice = perHead(bi, h);
+          ChunkTiles::Slice hSlice =
+              tiles.perHead(bi, h, {chunks, valuesSize, featuresSize});
           ChunkTiles::Slice uSlice =
               tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
-          ChunkTiles::Slice finalSlice = stateSlice(bi, h);
-          Value state = tiles.zeros({values, features});
-          if (op.getInitial())
-            state = tiles.copy(tensor::ExtractSliceOp::create(
-                b, stateType, op.getInitial(), finalSlice.offsets,
-                finalSlice.sizes, finalSlice.strides));
-          Value headStarts = tensor::ExtractSliceOp::create(
-              b, startStatesType, outs[0], hSlice.offsets, hSlice.sizes,
-              hSlice.strides);
-          Value headRows = tensor::ExtractSliceOp::create(
-              b, rowsType, outs[1], uSlice.offsets, uSlice.sizes,
-              uSlice.strides);
+          ChunkTiles::Slice finalSlice =
+              tiles.perHead(bi, h, {valuesSize, featuresSize});
+          Value state =
+              tiles.startState(op.getInitial(), finalSlice, values, features);
+          Value headStarts = tiles.extract(
+              outs[0], {ShapedType::kDynamic, values, features}, hSlice);
+          Value headRows =
+              tiles.extract(outs[1], {ShapedType::kDynamic, values}, uSlice);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),

@@ -43,31 +43,22 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     OpFoldResult valuesSize = b.getIndexAttr(values),
                  featuresSize = b.getIndexAttr(features);
-    auto stateType = RankedTensorType::get({values, features}, element);
     auto forall = buildForall(
         b, "chunk_states_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
           ChunkTiles::Slice dhSlice =
-              tiles.region({bi, h, zero, zero, zero},
-                           {one, one, chunks, valuesSize, featuresSize});
+              tiles.perHead(bi, h, {chunks, valuesSize, featuresSize});
           ChunkTiles::Slice duSlice =
               tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
-          ChunkTiles::Slice stateSlice = tiles.region(
-              {bi, h, zero, zero}, {one, one, valuesSize, featuresSize});
-          Value stateGrad = tiles.zeros({values, features});
-          if (op.getDFinal())
-            stateGrad = tiles.copy(tensor::ExtractSliceOp::create(
-                b, stateType, op.getDFinal(), stateSlice.offsets,
-                stateSlice.sizes, stateSlice.strides));
-          Value headGrads = tensor::ExtractSliceOp::create(
-              b,
-              RankedTensorType::get({ShapedType::kDynamic, values, features},
-                                    element),
-              outs[1], dhSlice.offsets, dhSlice.sizes, dhSlice.strides);
-          Value headRows = tensor::ExtractSliceOp::create(
-              b, RankedTensorType::get({ShapedType::kDynamic, values}, element),
-              outs[0], duSlice.offsets, duSlice.sizes, duSlice.strides);
+          ChunkTiles::Slice stateSlice =
+              tiles.perHead(bi, h, {valuesSize, featuresSize});
+          Value stateGrad =
+              tiles.startState(op.getDFinal(), stateSlice, values, features);
+          Value headGrads = tiles.extract(
+              outs[1], {ShapedType::kDynamic, values, features}, dhSlice);
+          Value headRows =
+              tiles.extract(outs[0], {ShapedType::kDynamic, values}, duSlice);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),

@@ -96,6 +96,29 @@ ChunkTiles::Slice ChunkTiles::region(ArrayRef<OpFoldResult> offsets,
   return slice;
 }
 
+ChunkTiles::Slice ChunkTiles::perHead(Value bi, Value h,
+                                      ArrayRef<OpFoldResult> sizes) {
+  OpFoldResult one = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> offsets = {bi, h}, all = {one, one};
+  offsets.append(sizes.size(), b.getIndexAttr(0));
+  all.append(sizes.begin(), sizes.end());
+  return region(offsets, all);
+}
+
+Value ChunkTiles::extract(Value source, ArrayRef<int64_t> shape,
+                          const Slice &slice) {
+  return tensor::ExtractSliceOp::create(
+      b, RankedTensorType::get(shape, element), source, slice.offsets,
+      slice.sizes, slice.strides);
+}
+
+Value ChunkTiles::startState(Value given, const Slice &slice, int64_t rows,
+                             int64_t cols) {
+  if (!given)
+    return zeros({rows, cols});
+  return copy(extract(given, {rows, cols}, slice));
+}
+
 Value ChunkTiles::copyTo(Value source, Value dest, const Slice &slice) {
   auto sourceType = cast<RankedTensorType>(source.getType());
   Value target = tensor::ExtractSliceOp::create(
