@@ -23,6 +23,16 @@ namespace fwp {
 /// out[i, j] += lhs[i, k] rhs[k, j], NT rhs[j, k], TN lhs[k, i].
 enum class ProductForm { NN, NT, TN };
 
+/// Which tile of a product is lower triangular: the result (only its blocks
+/// on and below the diagonal are computed, the others keep the
+/// accumulator's values) or the left operand (its blocks above the diagonal
+/// are zero and skipped).
+enum class Triangular { Result, Lhs };
+
+/// The row blocks of triangular products and of the substitution: two
+/// register tiles of 8 rows, and at C = 64 the work of 10 blocks in 16.
+constexpr int64_t kTriangleBlock = 16;
+
 /// Tiles of one chunk operation, for per-step tensors [T, B, H, *] (or
 /// [B, T, H, *] batch first) and chunks of `chunk` rows.
 class ChunkTiles {
@@ -90,6 +100,14 @@ public:
   /// acc +/- lhs * rhs, as a linalg.generic contraction in `form`.
   mlir::Value product(ProductForm form, mlir::Value lhs, mlir::Value rhs,
                       mlir::Value acc, bool subtract = false);
+  /// acc + lhs * rhs in `form` (NN, or NT for a triangular result) where
+  /// `which` is lower triangular, by row blocks of kTriangleBlock rows
+  /// (ChunkTriangles.cpp).
+  mlir::Value lowerProduct(ProductForm form, Triangular which, mlir::Value lhs,
+                           mlir::Value rhs, mlir::Value acc);
+  /// The block of a tile at static `offsets` of static `sizes`.
+  mlir::Value block(mlir::Value tile, llvm::ArrayRef<int64_t> offsets,
+                    llvm::ArrayRef<int64_t> sizes);
   /// diag(gates) tile: each row r of `tile` times gates[r].
   mlir::Value scaleRows(mlir::Value gates, mlir::Value tile);
   /// acc[r] +/- sum_c lhs[r, c] rhs[r, c].

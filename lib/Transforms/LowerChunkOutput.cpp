@@ -20,11 +20,13 @@ namespace fwp {
 Value chunkOutput(ChunkTiles &tiles, Value queries, Value keys, Value writes,
                   Value state) {
   int64_t values = cast<RankedTensorType>(writes.getType()).getDimSize(1);
-  Value scores = tiles.lowerTriangle(tiles.product(
-      ProductForm::NT, queries, keys, tiles.zeros({tiles.chunk, tiles.chunk})));
+  Value scores = tiles.lowerTriangle(
+      tiles.lowerProduct(ProductForm::NT, Triangular::Result, queries, keys,
+                         tiles.zeros({tiles.chunk, tiles.chunk})));
   Value y = tiles.product(ProductForm::NT, queries, state,
                           tiles.zeros({tiles.chunk, values}));
-  return tiles.product(ProductForm::NN, scores, writes, y);
+  return tiles.lowerProduct(ProductForm::NN, Triangular::Lhs, scores, writes,
+                            y);
 }
 
 namespace {

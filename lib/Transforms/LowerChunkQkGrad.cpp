@@ -58,12 +58,13 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
                 chunkState.strides);
           };
           Value start = state(op.getH()), endGrad = state(op.getDh());
-          Value dp = tiles.lowerTriangle(
-              tiles.product(ProductForm::NT, dy, written,
-                            tiles.zeros({tiles.chunk, tiles.chunk})));
+          Value dp = tiles.lowerTriangle(tiles.lowerProduct(
+              ProductForm::NT, Triangular::Result, dy, written,
+              tiles.zeros({tiles.chunk, tiles.chunk})));
           Value dq = tiles.product(ProductForm::NN, dy, start,
                                    tiles.zeros({tiles.chunk, features}));
-          dq = tiles.product(ProductForm::NN, dp, keys, dq);
+          dq = tiles.lowerProduct(ProductForm::NN, Triangular::Lhs, dp, keys,
+                                  dq);
           Value dk = tiles.product(ProductForm::TN, dp, queries,
                                    tiles.zeros({tiles.chunk, features}));
           dk = tiles.product(ProductForm::NN, written, endGrad, dk);

@@ -76,9 +76,9 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
                 Value queries = t.loadRows(op.getQ(), bi, h, t0, len);
                 Value keys = t.loadRows(op.getK(), bi, h, t0, len);
                 Value dy = t.loadRows(op.getDy(), bi, h, t0, len);
-                Value scores =
-                    t.lowerTriangle(t.product(ProductForm::NT, queries, keys,
-                                              t.zeros({t.chunk, t.chunk})));
+                Value scores = t.lowerTriangle(
+                    t.lowerProduct(ProductForm::NT, Triangular::Result, queries,
+                                   keys, t.zeros({t.chunk, t.chunk})));
                 Value du = t.product(ProductForm::TN, scores, dy,
                                      t.zeros({t.chunk, values}));
                 du = t.product(ProductForm::NT, keys, ds, du);

@@ -18,8 +18,10 @@ using namespace mlir;
 namespace fwp {
 
 WyTiles chunkWy(ChunkTiles &tiles, Value keys, Value values, Value gates) {
-  Value gram = tiles.product(ProductForm::NT, keys, keys,
-                             tiles.zeros({tiles.chunk, tiles.chunk}));
+  // Only M's part below the diagonal is read.
+  Value gram =
+      tiles.lowerProduct(ProductForm::NT, Triangular::Result, keys, keys,
+                         tiles.zeros({tiles.chunk, tiles.chunk}));
   Value m = tiles.scaleRows(gates, gram);
   return {tiles.substitute(m, tiles.scaleRows(gates, keys)),
           tiles.substitute(m, tiles.scaleRows(gates, values))};

@@ -268,7 +268,7 @@ TEST(ChunkStagesOnTheHost, BackwardMatchesReference) {
   if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
     GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
   const Case cases[] = {{Rule::Delta, 2, 4, 2, 8, 35, 2, {6}},
-                        {Rule::Sum, 3, 4, 1, 16, 40, 2},
+                        {Rule::Sum, 3, 4, 1, 32, 40, 2},
                         {Rule::Delta, 1, 16, 3, 1, 5, 2},
                         {Rule::Delta, 2, 8, 1, 64, 70, 1}};
   fwp::jit::CompileOptions options;

@@ -1,0 +1,161 @@
+//===- ChunkTriangles.cpp - The chunk tiles' triangular products ----------===//
+//
+// Within a chunk, what comes after a step never reaches it: the scores
+// Q K^T and the Gram matrix K K^T are read below their diagonal only, and
+// the WY form's substitution reads only the rows it has solved. These
+// products go by row blocks of kTriangleBlock rows, each only as wide (or
+// as deep) as the blocks on and below the diagonal: at C = 64, 10 blocks of
+// 16 rather than 16.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLowering.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+using namespace mlir;
+
+namespace fwp {
+
+/// A map over a chunk x chunk tile (`square`, or none) that yields
+/// `value(row, col, element)`.
+static Value mapSquare(
+    ImplicitLocOpBuilder &b, Value init, Value square,
+    function_ref<Value(OpBuilder &, Location, Value, Value, Value)> value) {
+  MLIRContext *context = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps = {identity};
+  if (square) {
+    inputs.push_back(square);
+    maps.push_back(identity);
+  }
+  auto generic = linalg::GenericOp::create(
+      b, init.getType(), inputs, ValueRange{init}, maps,
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        Value row = linalg::IndexOp::create(nb, loc, 0);
+        Value col = linalg::IndexOp::create(nb, loc, 1);
+        linalg::YieldOp::create(nb, loc,
+                                value(nb, loc, row, col, args.front()));
+      });
+  return generic.getResult(0);
+}
+
+Value ChunkTiles::lowerTriangle(Value square, bool strict) {
+  auto type = cast<RankedTensorType>(square.getType());
+  Value init = tensor::EmptyOp::create(b, type.getShape(), element);
+  return mapSquare(
+      b, init, square,
+      [&](OpBuilder &nb, Location loc, Value row, Value col,
+          Value entry) -> Value {
+        Value below = arith::CmpIOp::create(nb, loc,
+                                            strict ? arith::CmpIPredicate::ult
+                                                   : arith::CmpIPredicate::ule,
+                                            col, row);
+        Value zero =
+            arith::ConstantOp::create(nb, loc, nb.getZeroAttr(entry.getType()));
+        return arith::SelectOp::create(nb, loc, below, entry, zero);
+      });
+}
+
+Value ChunkTiles::identity() {
+  Value init = tensor::EmptyOp::create(b, {chunk, chunk}, element);
+  return mapSquare(
+      b, init, nullptr,
+      [&](OpBuilder &nb, Location loc, Value row, Value col, Value) -> Value {
+        Value diagonal =
+            arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq, row, col);
+        Value one =
+            arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
+        Value zero =
+            arith::ConstantOp::create(nb, loc, nb.getZeroAttr(element));
+        return arith::SelectOp::create(nb, loc, diagonal, one, zero);
+      });
+}
+
+/// Whether `tiles`' chunks split into row blocks (two or more).
+static bool hasTriangleBlocks(const ChunkTiles &tiles) {
+  return tiles.chunk % kTriangleBlock == 0 && tiles.chunk > kTriangleBlock;
+}
+
+Value ChunkTiles::block(Value tile, ArrayRef<int64_t> offsets,
+                        ArrayRef<int64_t> sizes) {
+  SmallVector<OpFoldResult> at, extent;
+  for (auto [offset, size] : llvm::zip_equal(offsets, sizes)) {
+    at.push_back(b.getIndexAttr(offset));
+    extent.push_back(b.getIndexAttr(size));
+  }
+  return extract(tile, sizes, region(at, extent));
+}
+
+Value ChunkTiles::lowerProduct(ProductForm form, Triangular which, Value lhs,
+                               Value rhs, Value acc) {
+  if (!hasTriangleBlocks(*this))
+    return product(form, lhs, rhs, acc);
+  auto shape = [](Value tile) {
+    return cast<RankedTensorType>(tile.getType()).getShape();
+  };
+  int64_t step = kTriangleBlock, inner = shape(lhs)[1], cols = shape(acc)[1];
+  for (int64_t row = 0; row < chunk; row += step) {
+    int64_t span = row + step;
+    Value lhsBlock, rhsBlock, out;
+    if (which == Triangular::Result) {
+      // Rows [row, row + step) of the result, its columns up to the block
+      // on the diagonal.
+      lhsBlock = block(lhs, {row, 0}, {step, inner});
+      rhsBlock = form == ProductForm::NT ? block(rhs, {0, 0}, {span, inner})
+                                         : block(rhs, {0, 0}, {inner, span});
+      out = block(acc, {row, 0}, {step, span});
+    } else {
+      // Rows [row, row + step) of a lower triangular left operand, its
+      // columns (and the right operand's rows) up to the diagonal.
+      lhsBlock = block(lhs, {row, 0}, {step, span});
+      rhsBlock = block(rhs, {0, 0}, {span, cols});
+      out = block(acc, {row, 0}, {step, cols});
+    }
+    Value updated = product(form, lhsBlock, rhsBlock, out);
+    SmallVector<OpFoldResult> at = {b.getIndexAttr(row), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> extent = {b.getIndexAttr(step),
+                                        b.getIndexAttr(shape(updated)[1])};
+    acc = tensor::InsertSliceOp::create(b, updated, acc, at, extent,
+                                        {b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+  return acc;
+}
+
+Value ChunkTiles::substitute(Value m, Value base) {
+  auto type = cast<RankedTensorType>(base.getType());
+  int64_t width = type.getDimSize(1);
+  int64_t step = hasTriangleBlocks(*this) ? kTriangleBlock : chunk;
+  Value solved = zeros(type.getShape());
+  // Row r reads the rows above it only: those of its own block and the
+  // blocks before, `span` rows in all.
+  for (int64_t first = 0; first < chunk; first += step) {
+    int64_t span = first + step;
+    auto rows = scf::ForOp::create(
+        b, index(first), index(span), index(1), ValueRange{solved},
+        [&](OpBuilder &nb, Location loc, Value r, ValueRange iterArgs) {
+          ImplicitLocOpBuilder rb(loc, nb);
+          ChunkTiles rowTiles(rb, element, chunk, batchFirst);
+          OpFoldResult one = rb.getIndexAttr(1), zero = rb.getIndexAttr(0);
+          auto row = [&](Value tile, int64_t cols) {
+            return rowTiles.extract(
+                tile, {1, cols},
+                rowTiles.region({r, zero}, {one, rb.getIndexAttr(cols)}));
+          };
+          Value x = rowTiles.product(
+              ProductForm::NN, row(m, span),
+              rowTiles.block(iterArgs[0], {0, 0}, {span, width}),
+              row(base, width), /*subtract=*/true);
+          Value updated = rowTiles.place(
+              x, iterArgs[0],
+              rowTiles.region({r, zero}, {one, rb.getIndexAttr(width)}));
+          scf::YieldOp::create(rb, updated);
+        });
+    solved = rows.getResult(0);
+  }
+  return solved;
+}
+
+} // namespace fwp
