@@ -216,6 +216,8 @@ LogicalResult sumRowsInOrder(RewriterBase &rewriter, linalg::GenericOp op) {
 }
 
 struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
+  using FwpDenseToVectorsBase::FwpDenseToVectorsBase;
+
   void runOnOperation() override {
     DenseLayers layers = collectDenseLayers(getOperation());
     SmallVector<linalg::LinalgOp> blocks;
@@ -228,7 +230,8 @@ struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
       if (failed(sumRowsInOrder(rewriter, op)))
         return signalPassFailure();
     for (linalg::LinalgOp block : blocks)
-      if (failed(tileAndVectorize(rewriter, block)))
+      if (failed(
+              tileAndVectorize(rewriter, block, {registerRows, registerCols})))
         return signalPassFailure();
     if (!blocks.empty() && failed(lowerVectors(getOperation())))
       return signalPassFailure();

@@ -3,9 +3,9 @@
 // Each tile operation inside an fwp kernel is cut into register tiles and
 // vectorized; the vectors are then lowered to what LLVM maps onto the
 // host's vector instructions. Products become the classic register-blocked
-// micro-kernel: an M x N block of accumulators (8 x 32 floats: 16 AVX-512
-// registers) kept in registers across the k loop, each k step an outer
-// product (broadcasts of the left column times loads of the right row).
+// micro-kernel: an M x N block of accumulators (fwp/RegisterTile.h: half
+// the vector registers) kept in registers across the k loop, each k step an
+// outer product (broadcasts of the left column times loads of the right row).
 // Elementwise tiles (masks, maps, fills, copies) become one vector per row.
 // VectorTiles.h does the work.
 //
@@ -29,6 +29,8 @@ namespace fwp {
 namespace {
 
 struct TilesToVectorsPass : impl::FwpTilesToVectorsBase<TilesToVectorsPass> {
+  using FwpTilesToVectorsBase::FwpTilesToVectorsBase;
+
   void runOnOperation() override {
     Operation *root = getOperation();
     MLIRContext *ctx = &getContext();
@@ -43,7 +45,7 @@ struct TilesToVectorsPass : impl::FwpTilesToVectorsBase<TilesToVectorsPass> {
         op.emitOpError("fwp-tiles-to-vectors expects tiles of buffers");
         return signalPassFailure();
       }
-      if (failed(tileAndVectorize(rewriter, op)))
+      if (failed(tileAndVectorize(rewriter, op, {registerRows, registerCols})))
         return signalPassFailure();
     }
 

@@ -41,11 +41,20 @@ int64_t dividing(int64_t extent, ArrayRef<int64_t> choices) {
 /// Register tile sizes of `op`: for a product (m, n, k) an M x N block of
 /// accumulators and one k step; for everything else, one row at a time
 /// (the innermost dimension whole).
-SmallVector<int64_t> registerTile(linalg::LinalgOp op) {
+SmallVector<int64_t> registerTile(linalg::LinalgOp op, RegisterTile tile) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  // The largest powers of two up to the tile's sides that divide the
+  // product's.
+  auto halvings = [](int64_t side) {
+    SmallVector<int64_t> choices;
+    for (int64_t choice = llvm::PowerOf2Ceil(side + 1) / 2; choice >= 1;
+         choice /= 2)
+      choices.push_back(choice);
+    return choices;
+  };
   if (isa<linalg::MatmulOp>(op.getOperation()))
-    return {dividing(ranges[0], {8, 4, 2, 1}),
-            dividing(ranges[1], {32, 16, 8, 4, 2, 1}), 1};
+    return {dividing(ranges[0], halvings(tile.rows)),
+            dividing(ranges[1], halvings(tile.cols)), 1};
   SmallVector<int64_t> sizes(ranges.size(), 1);
   if (!sizes.empty())
     sizes.back() = 0; // not tiled
@@ -54,7 +63,8 @@ SmallVector<int64_t> registerTile(linalg::LinalgOp op) {
 
 } // namespace
 
-LogicalResult tileAndVectorize(RewriterBase &rewriter, linalg::LinalgOp op) {
+LogicalResult tileAndVectorize(RewriterBase &rewriter, linalg::LinalgOp op,
+                               RegisterTile tile) {
   if (ShapedType::isDynamicShape(op.getStaticLoopRanges())) {
     // A chunk's rows cut at the sequence's end: copies of a few rows, left
     // to fwp-lower-tiles' loops. (Vectorized, their transfers from the
@@ -64,7 +74,7 @@ LogicalResult tileAndVectorize(RewriterBase &rewriter, linalg::LinalgOp op) {
     return op.emitOpError("fwp-tiles-to-vectors expects static products");
   }
   SmallVector<OpFoldResult> sizes;
-  for (int64_t size : registerTile(op))
+  for (int64_t size : registerTile(op, tile))
     sizes.push_back(rewriter.getIndexAttr(size));
   scf::SCFTilingOptions options;
   options.setTileSizes(sizes);

@@ -13,14 +13,18 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include "fwp/RegisterTile.h"
+
 namespace fwp {
 
 /// Tiles `op` (buffers) into register tiles, vectorizes each and erases
 /// `op`: a product (linalg.matmul, static shapes) into blocks of up to
-/// 8 x 32 accumulators and single k steps, anything else into rows. An
-/// operation other than a product with a dynamic size is left as it is.
+/// `tile` accumulators (powers of two dividing its sides) and single k steps,
+/// anything else into rows. An operation other than a product with a dynamic
+/// size is left as it is.
 mlir::LogicalResult tileAndVectorize(mlir::RewriterBase &rewriter,
-                                     mlir::linalg::LinalgOp op);
+                                     mlir::linalg::LinalgOp op,
+                                     RegisterTile tile);
 
 /// Lowers the vector code under `root`: transfers fold into the buffers,
 /// accumulators are hoisted out of their k loops, contractions become outer

@@ -52,6 +52,14 @@ void initializeLlvmOnce() {
   });
 }
 
+/// The products' register tile for the host: AVX-512's where it has it,
+/// else AVX2's (hostTargetDescription(), part of the cache key, names the
+/// features).
+RegisterTile hostRegisterTile() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("avx512f") ? kAvx512RegisterTile : kAvx2RegisterTile;
+}
+
 void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling, bool chunkStages,
            const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
@@ -64,6 +72,9 @@ void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling, bool chunkStages,
   options.chunkSize = chunkSize;
   options.gpuTiling = gpuTiling;
   options.chunkStages = chunkStages;
+  RegisterTile tile = hostRegisterTile();
+  options.registerRows = tile.rows;
+  options.registerCols = tile.cols;
   buildFwpToCpuPipeline(pm, options);
   dumpEveryStage(pm, module, dumpDirectory);
   if (failed(pm.run(module)))

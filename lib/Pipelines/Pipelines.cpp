@@ -143,8 +143,10 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // kernels' products go to the vector units like the scan's.
   if (options.gpuTiling)
     pm.addPass(createFwpDenseToTiles());
-  pm.addPass(createFwpTilesToVectors());
-  pm.addPass(createFwpDenseToVectors());
+  pm.addPass(
+      createFwpTilesToVectors({options.registerRows, options.registerCols}));
+  pm.addPass(
+      createFwpDenseToVectors({options.registerRows, options.registerCols}));
   pm.addPass(createFwpLowerTiles());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -1,4 +1,5 @@
 // RUN: fwp-opt %s -fwp-tiles-to-vectors -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: fwp-opt %s -fwp-tiles-to-vectors="register-rows=4 register-cols=16" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=AVX2
 
 // A 16 x 32 product over k = 8: two 8 x 32 blocks of accumulators, each
 // loaded once, carried through the k loop in registers (iter_args) and
@@ -14,6 +15,13 @@
 // CHECK: vector.store %{{.*}}, %{{.*}} : memref<16x32xf32>, vector<32xf32>
 // CHECK-NOT: linalg.
 // CHECK: fwp.kernel = "k"
+// AVX2's register tile: blocks of 4 x 16 accumulators, four of them a row
+// of blocks, each k step FMAs on 16 floats.
+// AVX2-LABEL: func @product
+// AVX2: scf.for %{{.*}} = %c0 to %c16 step %c4
+// AVX2: scf.for %{{.*}} = %c0 to %c32 step %c16
+// AVX2: scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<4x16xf32>)
+// AVX2: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 func.func @product(%a: memref<16x8xf32>, %b: memref<8x32xf32>,
                    %c: memref<16x32xf32>) {
   %n = arith.constant 3 : index

@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "fwp/RegisterTile.h"
+
 namespace fwp {
 
 #define GEN_PASS_DECL

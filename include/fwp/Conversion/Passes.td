@@ -151,13 +151,22 @@ def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors"> {
   let description = [{
     The CPU's lowering of the tile level: each linalg operation inside an
     `scf.forall` tagged `fwp.kernel` is tiled into register tiles (a
-    product into blocks of up to 8 x 32 accumulators and single k steps;
+    product into blocks of up to `register-rows` x `register-cols`
+    accumulators, fwp/RegisterTile.h, and single k steps;
     other operations into rows) and vectorized; accumulators are hoisted
     out of the k loops, contractions become outer products, and every
     vector operation is lowered to 1-D loads, stores, broadcasts and FMAs
     that LLVM maps onto the host's vector units (AVX-512 where it has it).
     Tiles must have static shapes; linalg outside kernels is left alone.
   }];
+  let options = [
+    Option<"registerRows", "register-rows", "int64_t",
+           /*default=*/"::fwp::kDefaultRegisterTile.rows",
+           "Rows of a product's block of accumulators (register tile)">,
+    Option<"registerCols", "register-cols", "int64_t",
+           /*default=*/"::fwp::kDefaultRegisterTile.cols",
+           "Columns of a product's block of accumulators (register tile)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
@@ -172,12 +181,20 @@ def FwpDenseToVectors : Pass<"fwp-dense-to-vectors"> {
     rewritten as products of 8 rows at a time (then single rows) by `W^T`,
     transposed once into a scratch buffer, and each product is lowered like
     the kernels' tiles (fwp-tiles-to-vectors): register tiles of up to
-    8 x 32 accumulators, outer-product FMAs. Weight gradients
+    `register-rows` x `register-cols` accumulators, outer-product FMAs. Weight gradients
     `dW[o, i] += sum_rows g[rows..., o] x[rows..., i]` go by blocks of up to
     64 rows of `dW`, and a column sum `s[o] += sum_rows g[rows..., o]` (the
     bias gradient) is interchanged to sweep `g` by rows. Needs identity
     layouts and a static `W`; other operations are left alone.
   }];
+  let options = [
+    Option<"registerRows", "register-rows", "int64_t",
+           /*default=*/"::fwp::kDefaultRegisterTile.rows",
+           "Rows of a product's block of accumulators (register tile)">,
+    Option<"registerCols", "register-cols", "int64_t",
+           /*default=*/"::fwp::kDefaultRegisterTile.cols",
+           "Columns of a product's block of accumulators (register tile)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",

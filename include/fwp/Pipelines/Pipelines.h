@@ -10,6 +10,7 @@
 #ifndef FWP_PIPELINES_PIPELINES_H
 #define FWP_PIPELINES_PIPELINES_H
 
+#include "fwp/RegisterTile.h"
 #include "fwp/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -39,6 +40,15 @@ struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
                      "keeps them in shared memory: checks the GPU's tiling "
                      "on the host"),
       llvm::cl::init(false)};
+  Option<int64_t> registerRows{
+      *this, "register-rows",
+      llvm::cl::desc("rows of the products' register tiles (the JIT: "
+                     "from the host's vector registers, fwp/RegisterTile.h)"),
+      llvm::cl::init(kDefaultRegisterTile.rows)};
+  Option<int64_t> registerCols{
+      *this, "register-cols",
+      llvm::cl::desc("columns of the products' register tiles"),
+      llvm::cl::init(kDefaultRegisterTile.cols)};
   Option<bool> chunkStages{
       *this, "chunk-stages",
       llvm::cl::desc("lower fwp.scan through its stages (fwp-scan-to-chunks, "
