@@ -30,37 +30,62 @@ bool onlyUsedBy(Value value, Operation *user) {
                       [&](Operation *op) { return op == user; });
 }
 
+/// The forward's three stages as one chain: `wy` (delta rule only) feeds
+/// `states`, which feeds `output` and nothing else, all with one chunk size
+/// and layout.
+struct ForwardChain {
+  ChunkWyOp wy;
+  ChunkStatesOp states;
+  /// The per-step values V: through the WY form (delta), or the writes
+  /// themselves (sum).
+  Value values;
+};
+
+FailureOr<ForwardChain> matchForwardChain(ChunkOutputOp output,
+                                          PatternRewriter &rewriter) {
+  auto states = output.getH().getDefiningOp<ChunkStatesOp>();
+  if (!states || output.getU() != states.getU() ||
+      output.getK() != states.getK() || !onlyUsedBy(states.getH(), output) ||
+      !onlyUsedBy(states.getU(), output) ||
+      states.getChunkSize() != output.getChunkSize() ||
+      states.getBatchFirst() != output.getBatchFirst())
+    return rewriter.notifyMatchFailure(output, "not the states' outputs");
+  ForwardChain chain{ChunkWyOp(), states, states.getValues()};
+  if (states.getWt()) {
+    auto wy = states.getWt().getDefiningOp<ChunkWyOp>();
+    if (!wy || states.getValues() != wy.getUt() ||
+        states.getWt() != wy.getWt() || wy.getK() != states.getK() ||
+        !onlyUsedBy(wy.getWt(), states) || !onlyUsedBy(wy.getUt(), states) ||
+        wy.getChunkSize() != states.getChunkSize() ||
+        wy.getBatchFirst() != states.getBatchFirst())
+      return rewriter.notifyMatchFailure(output, "not the WY form's states");
+    chain.wy = wy;
+    chain.values = wy.getV();
+  }
+  if (chain.values.getType() != output.getType())
+    return rewriter.notifyMatchFailure(output, "values unlike the outputs");
+  // The kernel takes the states' place, so that it comes before every use
+  // of the final state.
+  if (!DominanceInfo(states->getParentOp())
+           .properlyDominates(output.getQ(), states))
+    return rewriter.notifyMatchFailure(output, "queries after the states");
+  if (failed(requireStaticWidth(rewriter, output, output.getQ(), "q")) ||
+      failed(requireStaticWidth(rewriter, output, output.getU(), "u")))
+    return failure();
+  return chain;
+}
+
 struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(ChunkOutputOp output,
                                 PatternRewriter &rewriter) const override {
-    auto states = output.getH().getDefiningOp<ChunkStatesOp>();
-    if (!states || output.getU() != states.getU() ||
-        output.getK() != states.getK() || !onlyUsedBy(states.getH(), output) ||
-        !onlyUsedBy(states.getU(), output))
-      return rewriter.notifyMatchFailure(output, "not the states' outputs");
-    ChunkWyOp wy;
-    if (states.getWt()) {
-      wy = states.getWt().getDefiningOp<ChunkWyOp>();
-      if (!wy || states.getValues() != wy.getUt() ||
-          states.getWt() != wy.getWt() || wy.getK() != states.getK() ||
-          !onlyUsedBy(wy.getWt(), states) || !onlyUsedBy(wy.getUt(), states))
-        return rewriter.notifyMatchFailure(output, "not the WY form's states");
-    }
-    // The per-step values V: through the WY form (delta), or the writes
-    // themselves (sum). Y is shaped like them.
-    Value v = wy ? wy.getV() : states.getValues();
-    if (v.getType() != output.getType())
-      return rewriter.notifyMatchFailure(output, "values unlike the outputs");
-    // The kernel takes the states' place, so that it comes before every use
-    // of the final state.
-    if (!DominanceInfo(states->getParentOp())
-             .properlyDominates(output.getQ(), states))
-      return rewriter.notifyMatchFailure(output, "queries after the states");
-    if (failed(requireStaticWidth(rewriter, output, output.getQ(), "q")) ||
-        failed(requireStaticWidth(rewriter, output, output.getU(), "u")))
+    FailureOr<ForwardChain> chain = matchForwardChain(output, rewriter);
+    if (failed(chain))
       return failure();
+    ChunkWyOp wy = chain->wy;
+    ChunkStatesOp states = chain->states;
+    Value v = chain->values;
 
     rewriter.setInsertionPoint(states);
     ImplicitLocOpBuilder b(output.getLoc(), rewriter);

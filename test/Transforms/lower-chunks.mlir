@@ -120,6 +120,29 @@ func.func @start_states_read(%q: tensor<40x2x4x32xf32>,
 
 // -----
 
+// Stages of different chunk sizes are not one chain.
+// FUSED-LABEL: func @chunk_sizes_differ
+// FUSED: {fwp.kernel = "chunk_wy"}
+// FUSED: {fwp.kernel = "chunk_states"}
+// FUSED: {fwp.kernel = "chunk_output"}
+func.func @chunk_sizes_differ(%q: tensor<40x2x4x32xf32>,
+                              %k: tensor<40x2x4x32xf32>,
+                              %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> tensor<40x2x4x8xf32> {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 8
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y : tensor<40x2x4x8xf32>
+}
+
+// -----
+
 func.func @dynamic_width(%q: tensor<40x2x4x?xf32>, %k: tensor<40x2x4x?xf32>,
                          %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x?xf32>)
     -> tensor<40x2x4x8xf32> {
