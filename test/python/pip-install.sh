@@ -22,7 +22,12 @@ trap 'rm -rf "$work"' EXIT
 "${FWP_BASE_PYTHON:-/usr/bin/python3}" -m venv "$work/venv"
 "$tests_python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
   > "$("$work/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/tests-environment.pth"
-SKBUILD_BUILD_DIR="$build" "$work/venv/bin/python" -m pip install -q --disable-pip-version-check \
+# The build's own build type, so that reconfiguring it changes no flags
+# (pyproject.toml's Release would recompile a RelWithDebInfo build, such as
+# make sanitize's, from scratch).
+build_type="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")"
+SKBUILD_BUILD_DIR="$build" SKBUILD_CMAKE_BUILD_TYPE="${build_type:-Release}" \
+  "$work/venv/bin/python" -m pip install -q --disable-pip-version-check \
   --no-index --no-build-isolation "$root"
 cd "$work"
 unset FWP_LIBRARY PYTHONPATH
