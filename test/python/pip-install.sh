@@ -31,5 +31,13 @@ SKBUILD_BUILD_DIR="$build" SKBUILD_CMAKE_BUILD_TYPE="${build_type:-Release}" \
   --no-index --no-build-isolation "$root"
 cd "$work"
 unset FWP_LIBRARY PYTHONPATH
+# A package built with AddressSanitizer (make sanitize) loads into a Python
+# only with the sanitizers' runtimes preloaded (as test/python/run.sh does).
+library="$(find "$work/venv" -name 'libfwp*.so*' -print -quit)"
+if [[ -n "$library" ]]; then
+  runtimes=$(ldd "$library" 2> /dev/null |
+    awk '/lib(asan|ubsan)\.so/ { print $3 }' | paste -sd:)
+  [[ -n "$runtimes" ]] && export LD_PRELOAD="$runtimes${LD_PRELOAD:+:$LD_PRELOAD}"
+fi
 "$work/venv/bin/python" -m fwp
 "$work/venv/bin/python" "$root/test/python/pip_smoke.py" "$work/venv"
