@@ -29,8 +29,9 @@ enum class ProductForm { NN, NT, TN };
 /// are zero and skipped).
 enum class Triangular { Result, Lhs };
 
-/// The row blocks of triangular products and of the substitution: two
-/// register tiles of 8 rows, and at C = 64 the work of 10 blocks in 16.
+/// The row blocks of triangular products and of the substitution: whole
+/// register tiles (fwp/RegisterTile.h: 4 or 8 rows), and at C = 64 the work
+/// of 10 blocks in 16.
 constexpr int64_t kTriangleBlock = 16;
 
 /// Tiles of one chunk operation, for per-step tensors [T, B, H, *] (or
@@ -80,6 +81,19 @@ public:
   /// dimensions dropped.
   mlir::Value extract(mlir::Value source, llvm::ArrayRef<int64_t> shape,
                       const Slice &slice);
+  /// A region of a tensor and the tile extracted from it.
+  struct View {
+    Slice slice;
+    mlir::Value tile;
+  };
+  /// All the rows of (bi, h) in the per-step tensor `perStep` of `steps`
+  /// steps, as a `steps x width` tile.
+  View headRows(mlir::Value perStep, mlir::Value bi, mlir::Value h,
+                mlir::Value steps, int64_t width);
+  /// All the per-chunk states of (bi, h) in `states` [B, H, N, rows, cols],
+  /// as an `N x rows x cols` tile.
+  View headStates(mlir::Value states, mlir::Value bi, mlir::Value h,
+                  mlir::Value chunks, int64_t rows, int64_t cols);
   /// The state a pass over the chunks starts from: the (bi, h) state
   /// `slice` of `given` (copied), or zero without one.
   mlir::Value startState(mlir::Value given, const Slice &slice, int64_t rows,
@@ -97,7 +111,8 @@ public:
   /// the region's type: what a parallel_insert_slice then puts in place.
   mlir::Value copyTo(mlir::Value source, mlir::Value dest, const Slice &slice);
 
-  /// acc +/- lhs * rhs, as a linalg.generic contraction in `form`.
+  /// acc +/- lhs * rhs in `form`, a linalg.matmul (the transposes in its
+  /// indexing maps).
   mlir::Value product(ProductForm form, mlir::Value lhs, mlir::Value rhs,
                       mlir::Value acc, bool subtract = false);
   /// acc + lhs * rhs in `form` (NN, or NT for a triangular result) where

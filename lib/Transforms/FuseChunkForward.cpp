@@ -107,18 +107,16 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
         b, "chunk_forward", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          ChunkTiles::Slice ySlice =
-              tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+          ChunkTiles::View headRows =
+              tiles.headRows(outs[0], bi, h, steps, values);
           ChunkTiles::Slice finalSlice = tiles.perHead(
               bi, h, {b.getIndexAttr(values), b.getIndexAttr(features)});
           Value state = tiles.startState(states.getInitial(), finalSlice,
                                          values, features);
-          Value headRows =
-              tiles.extract(outs[0], {ShapedType::kDynamic, values}, ySlice);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),
-              ValueRange{state, headRows},
+              ValueRange{state, headRows.tile},
               [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
                 ChunkTiles chunk(cb, element, tiles.chunk, tiles.batchFirst);
@@ -145,7 +143,7 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                     cb, ValueRange{chunkNextState(chunk, u, keys, s), rows});
               });
           return SmallVector<ParallelStore>{
-              {loop.getResult(1), outs[0], ySlice},
+              {loop.getResult(1), outs[0], headRows.slice},
               {tiles.copyTo(loop.getResult(0), outs[1], finalSlice), outs[1],
                finalSlice}};
         });

@@ -58,22 +58,18 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
         b, "chunk_states", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          ChunkTiles::Slice hSlice =
-              tiles.perHead(bi, h, {chunks, valuesSize, featuresSize});
-          ChunkTiles::Slice uSlice =
-              tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+          ChunkTiles::View starts =
+              tiles.headStates(outs[0], bi, h, chunks, values, features);
+          ChunkTiles::View headRows =
+              tiles.headRows(outs[1], bi, h, steps, values);
           ChunkTiles::Slice finalSlice =
               tiles.perHead(bi, h, {valuesSize, featuresSize});
           Value state =
               tiles.startState(op.getInitial(), finalSlice, values, features);
-          Value headStarts = tiles.extract(
-              outs[0], {ShapedType::kDynamic, values, features}, hSlice);
-          Value headRows =
-              tiles.extract(outs[1], {ShapedType::kDynamic, values}, uSlice);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),
-              ValueRange{state, headStarts, headRows},
+              ValueRange{state, starts.tile, headRows.tile},
               [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
                 ChunkTiles chunkTiles(cb, element, tiles.chunk,
@@ -100,8 +96,8 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
                 scf::YieldOp::create(cb, ValueRange{next, starts, rows});
               });
           return SmallVector<ParallelStore>{
-              {loop.getResult(1), outs[0], hSlice},
-              {loop.getResult(2), outs[1], uSlice},
+              {loop.getResult(1), outs[0], starts.slice},
+              {loop.getResult(2), outs[1], headRows.slice},
               {tiles.copyTo(loop.getResult(0), outs[2], finalSlice), outs[2],
                finalSlice}};
         });

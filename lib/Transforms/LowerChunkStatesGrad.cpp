@@ -47,22 +47,18 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
         b, "chunk_states_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          ChunkTiles::Slice dhSlice =
-              tiles.perHead(bi, h, {chunks, valuesSize, featuresSize});
-          ChunkTiles::Slice duSlice =
-              tiles.rowsSlice(bi, h, tiles.index(0), steps, values);
+          ChunkTiles::View grads =
+              tiles.headStates(outs[1], bi, h, chunks, values, features);
+          ChunkTiles::View headRows =
+              tiles.headRows(outs[0], bi, h, steps, values);
           ChunkTiles::Slice stateSlice =
               tiles.perHead(bi, h, {valuesSize, featuresSize});
           Value stateGrad =
               tiles.startState(op.getDFinal(), stateSlice, values, features);
-          Value headGrads = tiles.extract(
-              outs[1], {ShapedType::kDynamic, values, features}, dhSlice);
-          Value headRows =
-              tiles.extract(outs[0], {ShapedType::kDynamic, values}, duSlice);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),
-              ValueRange{stateGrad, headGrads, headRows},
+              ValueRange{stateGrad, grads.tile, headRows.tile},
               [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
                 ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
@@ -93,8 +89,8 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
                 scf::YieldOp::create(cb, ValueRange{next, grads, rows});
               });
           return SmallVector<ParallelStore>{
-              {loop.getResult(2), outs[0], duSlice},
-              {loop.getResult(1), outs[1], dhSlice},
+              {loop.getResult(2), outs[0], headRows.slice},
+              {loop.getResult(1), outs[1], grads.slice},
               {tiles.copyTo(loop.getResult(0), outs[2], stateSlice), outs[2],
                stateSlice}};
         });

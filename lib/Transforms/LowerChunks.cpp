@@ -112,6 +112,20 @@ Value ChunkTiles::extract(Value source, ArrayRef<int64_t> shape,
       slice.sizes, slice.strides);
 }
 
+ChunkTiles::View ChunkTiles::headRows(Value perStep, Value bi, Value h,
+                                      Value steps, int64_t width) {
+  Slice slice = rowsSlice(bi, h, index(0), steps, width);
+  return {slice, extract(perStep, {ShapedType::kDynamic, width}, slice)};
+}
+
+ChunkTiles::View ChunkTiles::headStates(Value states, Value bi, Value h,
+                                        Value chunks, int64_t rows,
+                                        int64_t cols) {
+  Slice slice =
+      perHead(bi, h, {chunks, b.getIndexAttr(rows), b.getIndexAttr(cols)});
+  return {slice, extract(states, {ShapedType::kDynamic, rows, cols}, slice)};
+}
+
 Value ChunkTiles::startState(Value given, const Slice &slice, int64_t rows,
                              int64_t cols) {
   if (!given)
