@@ -148,14 +148,6 @@ double relativeError(const std::vector<float> &actual,
 // Rows
 //===----------------------------------------------------------------------===//
 
-const char *ruleName(fwp::jit::Rule rule) {
-  return rule == fwp::jit::Rule::Delta ? "delta" : "sum";
-}
-
-const char *backendName(fwp::jit::Backend backend) {
-  return backend == fwp::jit::Backend::Cpu ? "cpu" : "cuda";
-}
-
 /// Floating-point operations of one forward, counted for the step-by-step
 /// form: the five projections, then per step and head 6*D*d_v for the delta
 /// rule (retrieve W k, update W, read W q) or 4*D*d_v for the sum rule. The
@@ -381,11 +373,10 @@ std::optional<Case> parseShape(const std::string &text) {
       return std::nullopt;
   if (sizes[2] % sizes[3] != 0)
     return std::nullopt;
-  std::string name = rule;
-  if (name != "delta" && name != "sum")
+  std::optional<fwp::UpdateRule> parsed = fwp::parseRule(rule);
+  if (!parsed)
     return std::nullopt;
-  return Case{{sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]},
-              {name == "delta" ? fwp::jit::Rule::Delta : fwp::jit::Rule::Sum}};
+  return Case{{sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]}, {*parsed}};
 }
 
 void usage(std::FILE *out) {

@@ -54,28 +54,26 @@ std::string quoted(const char *name) {
   return name ? "'" + std::string(name) + "'" : std::string("NULL");
 }
 
-fwp::jit::Backend parseBackend(const char *name) {
-  if (name && !std::strcmp(name, "cpu"))
-    return fwp::jit::Backend::Cpu;
-  if (name && !std::strcmp(name, "cuda"))
-    return fwp::jit::Backend::Cuda;
+fwp::Backend parseBackend(const char *name) {
+  if (name)
+    if (std::optional<fwp::Backend> backend = fwp::parseBackend(name))
+      return *backend;
   throw std::invalid_argument("backend " + quoted(name) +
                               ", expected 'cpu' or 'cuda'");
 }
 
-fwp::jit::DType parseDType(const char *name) {
+fwp::DType parseDType(const char *name) {
   if (name)
-    if (auto dtype = fwp::rt::parseDType(name))
+    if (std::optional<fwp::DType> dtype = fwp::parseDType(name))
       return *dtype;
   throw std::invalid_argument("dtype " + quoted(name) +
                               ", expected 'f32', 'f64', 'bf16' or 'f16'");
 }
 
-fwp::jit::Rule parseRule(const char *name) {
-  if (name && !std::strcmp(name, "delta"))
-    return fwp::jit::Rule::Delta;
-  if (name && !std::strcmp(name, "sum"))
-    return fwp::jit::Rule::Sum;
+fwp::UpdateRule parseRule(const char *name) {
+  if (name)
+    if (std::optional<fwp::UpdateRule> rule = fwp::parseRule(name))
+      return *rule;
   throw std::invalid_argument("rule " + quoted(name) +
                               ", expected 'delta' or 'sum'");
 }

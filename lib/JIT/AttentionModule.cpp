@@ -4,7 +4,7 @@
 #include "CompileSupport.h"
 #include "CpuCompiler.h"
 
-#include "fwp/Dialect/FwpOps.h"
+#include "fwp/Dialect/FwpVocabulary.h"
 
 using namespace mlir;
 
@@ -39,7 +39,7 @@ void buildAttentionModule(ModuleOp module, const KernelDesc &desc,
   Location loc = NameLoc::get(b.getStringAttr("fwp-jit " + desc.str()));
   b.setInsertionPointToEnd(module.getBody());
   OperandTypes types(b, desc);
-  fwp::Rule rule = desc.rule == Rule::Delta ? fwp::Rule::Delta : fwp::Rule::Sum;
+  fwp::Rule rule = toDialectRule(desc.rule);
   llvm::APFloat eps(desc.eps);
 
   if (entry == EntryPoint::Forward) {

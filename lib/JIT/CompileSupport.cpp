@@ -36,18 +36,4 @@ OwningOpRef<ModuleOp> CompileContext::createModule() {
   return ModuleOp::create(NameLoc::get(StringAttr::get(ctx.get(), "fwp-jit")));
 }
 
-mlir::Type elementType(mlir::Builder &b, rt::DType dtype) {
-  switch (dtype) {
-  case rt::DType::F32:
-    return b.getF32Type();
-  case rt::DType::F64:
-    return b.getF64Type();
-  case rt::DType::BF16:
-    return b.getBF16Type();
-  case rt::DType::F16:
-    return b.getF16Type();
-  }
-  return {};
-}
-
 } // namespace fwp::jit

@@ -94,9 +94,6 @@ private:
   std::unique_ptr<DiagnosticCollector> collector;
 };
 
-/// The MLIR element type of `dtype`'s buffers.
-mlir::Type elementType(mlir::Builder &b, rt::DType dtype);
-
 } // namespace fwp::jit
 
 #endif // FWP_LIB_JIT_COMPILESUPPORT_H

@@ -15,37 +15,6 @@ namespace {
   throw std::invalid_argument("invalid kernel description: " + what);
 }
 
-const char *ruleName(Rule rule) {
-  switch (rule) {
-  case Rule::Delta:
-    return "delta";
-  case Rule::Sum:
-    return "sum";
-  }
-  return nullptr;
-}
-
-const char *knownDTypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-  case DType::F64:
-  case DType::BF16:
-  case DType::F16:
-    return rt::dtypeName(dtype);
-  }
-  return nullptr;
-}
-
-const char *backendName(Backend backend) {
-  switch (backend) {
-  case Backend::Cpu:
-    return "cpu";
-  case Backend::Cuda:
-    return "cuda";
-  }
-  return nullptr;
-}
-
 bool productFits(std::initializer_list<int64_t> factors) {
   int64_t product = 1;
   for (int64_t f : factors)
@@ -79,7 +48,7 @@ std::string roundTrip(double v) {
 
 void KernelDesc::validate() const {
   // Enums first: a value cast from an out-of-range integer has no name.
-  if (!ruleName(rule) || !knownDTypeName(dtype) || !backendName(backend))
+  if (!isKnown(rule) || !isKnown(dtype) || !isKnown(backend))
     invalid("rule, dtype or backend is not one of its enumerators");
   if (heads < 1)
     invalid("heads must be >= 1, got " + std::to_string(heads));
@@ -131,8 +100,7 @@ rt::ModuleInfo entryInfo(Backend backend, EntryPoint entry, DType dtype,
                          const std::string &key) {
   rt::ModuleInfo info;
   info.key = key;
-  info.backend = backend == Backend::Cpu ? rt::ModuleBackend::Cpu
-                                         : rt::ModuleBackend::Cuda;
+  info.backend = backend;
   info.entry = entry;
   info.dtype = dtype;
   return info;
@@ -147,9 +115,8 @@ rt::ModuleInfo moduleInfo(const KernelDesc &desc, EntryPoint entry,
 }
 
 std::string KernelDesc::str() const {
-  auto name = [](const char *n) { return n ? std::string(n) : "?"; };
-  return name(backendName(backend)) + " " + name(knownDTypeName(dtype)) + " " +
-         name(ruleName(rule)) + " heads=" + std::to_string(heads) +
+  return std::string(backendName(backend)) + " " + dtypeName(dtype) + " " +
+         ruleName(rule) + " heads=" + std::to_string(heads) +
          " d_head=" + std::to_string(dHead) + " nu=" + std::to_string(nu) +
          " eps=" + roundTrip(eps) + " chunk=" + std::to_string(chunkSize) +
          (chip.empty() ? "" : " chip=" + chip);

@@ -64,8 +64,8 @@ void ScanDesc::validate() const {
 std::string ScanDesc::str() const {
   std::ostringstream out;
   out << "scan " << (backend == Backend::Cuda ? "cuda " : "")
-      << rt::dtypeName(dtype) << ' ' << (rule == Rule::Delta ? "delta" : "sum")
-      << " d_in=" << dInput << " d_v=" << dValue << " nu=" << nu;
+      << rt::dtypeName(dtype) << ' ' << ruleName(rule) << " d_in=" << dInput
+      << " d_v=" << dValue << " nu=" << nu;
   if (nu > 0)
     out << " eps=" << roundTrip(eps);
   out << " chunk=" << chunkSize << (initial ? " initial" : "")

@@ -18,7 +18,7 @@
 #include "CpuCompiler.h"
 #include "CudaCompiler.h"
 
-#include "fwp/Dialect/FwpOps.h"
+#include "fwp/Dialect/FwpVocabulary.h"
 
 #include <fmt/format.h>
 
@@ -37,7 +37,7 @@ void buildScanModule(ModuleOp module, const ScanDesc &desc, bool forward,
   Type t = elementType(b, desc.dtype);
   int64_t dyn = ShapedType::kDynamic;
   bool delta = desc.rule == Rule::Delta;
-  fwp::Rule rule = delta ? fwp::Rule::Delta : fwp::Rule::Sum;
+  fwp::Rule rule = toDialectRule(desc.rule);
   auto in = RankedTensorType::get({dyn, dyn, dyn, desc.dInput}, t);
   auto values = RankedTensorType::get({dyn, dyn, dyn, desc.dValue}, t);
   auto beta = RankedTensorType::get({dyn, dyn, dyn}, t);

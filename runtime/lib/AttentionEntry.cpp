@@ -31,7 +31,7 @@ AttentionSignature attentionSignature(EntryPoint entry, int64_t seqLen,
 
 std::unique_ptr<AttentionEntry> AttentionEntry::load(const std::string &dir) {
   ModuleInfo info = readModuleInfo(dir);
-  if (info.backend == ModuleBackend::Cpu)
+  if (info.backend == Backend::Cpu)
     return loadHostEntry(dir, std::move(info));
   return loadCudaEntry(dir, std::move(info));
 }

@@ -25,14 +25,6 @@
 
 namespace fwp::rt {
 
-const char *entryPointName(EntryPoint entry) {
-  return entry == EntryPoint::Forward ? "forward" : "backward";
-}
-
-const char *moduleBackendName(ModuleBackend backend) {
-  return backend == ModuleBackend::Cpu ? "cpu" : "cuda";
-}
-
 uint64_t checksum64(const std::string &bytes) {
   uint64_t hash = 0xcbf29ce484222325ull;
   for (unsigned char byte : bytes) {
@@ -46,8 +38,8 @@ std::string ModuleInfo::str() const {
   std::string text =
       fmt::format("fwp-module {}\nkey {}\nbackend {}\nentry "
                   "{}\ndtype {}\nheads {}\nd-model {}\n",
-                  kVersion, key, moduleBackendName(backend),
-                  entryPointName(entry), dtypeName(dtype), heads, dModel);
+                  kVersion, key, backendName(backend), entryPointName(entry),
+                  dtypeName(dtype), heads, dModel);
   for (const File &file : files)
     text += fmt::format("file {} {} {:016x}\n", file.name, file.size,
                         file.checksum);
@@ -139,13 +131,15 @@ ModuleInfo ModuleInfo::parse(const std::string &text,
   ModuleInfo info;
   info.key = reader.expect("key");
   std::string backend = reader.expect("backend");
-  if (backend != "cpu" && backend != "cuda")
+  std::optional<Backend> parsedBackend = parseBackend(backend);
+  if (!parsedBackend)
     reader.fail(fmt::format("unknown backend '{}'", backend));
-  info.backend = backend == "cpu" ? ModuleBackend::Cpu : ModuleBackend::Cuda;
+  info.backend = *parsedBackend;
   std::string entry = reader.expect("entry");
-  if (entry != "forward" && entry != "backward")
+  std::optional<EntryPoint> parsedEntry = parseEntryPoint(entry);
+  if (!parsedEntry)
     reader.fail(fmt::format("unknown entry point '{}'", entry));
-  info.entry = entry == "forward" ? EntryPoint::Forward : EntryPoint::Backward;
+  info.entry = *parsedEntry;
   std::string dtype = reader.expect("dtype");
   std::optional<DType> parsed = parseDType(dtype);
   if (!parsed)

@@ -222,8 +222,7 @@ std::string writeBench(Bundle &bundle) {
     std::string backward = bundle.module(desc, EntryPoint::Backward);
     table += fmt::format("{}\t{}\t{}\t{}\t{} {} T={} B={} H={} dk={} nu={}\n",
                          forward, backward, s.seqLen, s.batch,
-                         fwp::rt::dtypeName(desc.dtype),
-                         s.rule == fwp::jit::Rule::Delta ? "delta" : "sum",
+                         fwp::rt::dtypeName(desc.dtype), fwp::ruleName(s.rule),
                          s.seqLen, s.batch, s.heads, s.dHead, s.nu);
     if (quick)
       break;

@@ -55,7 +55,7 @@ struct Case {
   }
 
   std::string name() const {
-    std::string s = rule == jit::Rule::Delta ? "delta" : "sum";
+    std::string s = ruleName(rule);
     s += " H=" + std::to_string(heads) + " dk=" + std::to_string(dHead) +
          " nu=" + std::to_string(nu) + " C=" + std::to_string(chunk) +
          " T=" + std::to_string(seqLen) + " B=" + std::to_string(batch);
@@ -104,8 +104,7 @@ inline Problem makeProblem(const Case &c, jit::DType dtype, uint64_t seed) {
   Problem p;
   p.config.heads = c.heads;
   p.config.nu = c.nu;
-  p.config.rule =
-      c.rule == jit::Rule::Delta ? ref::Rule::Delta : ref::Rule::Sum;
+  p.config.rule = c.rule;
   int64_t dm = c.heads * c.dHead;
   p.shape = {c.seqLen, c.batch, dm};
   p.x = values(c.seqLen * c.batch * dm, seed, 1.0);

@@ -438,7 +438,7 @@ TEST_P(BarrierMutationTest, RemovingAnyBarrierIsCaught) {
     ~RemovedOnExit() { fs::remove_all(dir); }
   } workDir{fs::path(::testing::TempDir()) /
             ("fwp-barrier-mutation-" + std::to_string(getpid()) + "-" +
-             (GetParam() == Rule::Delta ? "delta" : "sum"))};
+             fwp::ruleName(GetParam()))};
   fs::path original = workDir.dir / "original";
   fs::create_directories(original);
   fwp::jit::compileScanUncached(problem.desc, original)->prepare();
@@ -493,7 +493,7 @@ TEST_P(BarrierMutationTest, RemovingAnyBarrierIsCaught) {
 INSTANTIATE_TEST_SUITE_P(Rules, BarrierMutationTest,
                          ::testing::Values(Rule::Delta, Rule::Sum),
                          [](const auto &info) {
-                           return info.param == Rule::Delta ? "delta" : "sum";
+                           return fwp::ruleName(info.param);
                          });
 
 } // namespace

@@ -68,7 +68,7 @@ struct Run {
 };
 
 std::string describe(const ScanKernelDesc &d) {
-  std::string s = d.rule == Rule::Delta ? "delta" : "sum";
+  std::string s = ruleName(d.rule);
   s += d.nu > 0 ? " dpfp nu=" + std::to_string(d.nu) : " features";
   s += " d_in=" + std::to_string(d.dInput) +
        " d_v=" + std::to_string(d.dValue) + " C=" + std::to_string(d.chunkSize);

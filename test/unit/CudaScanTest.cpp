@@ -239,7 +239,7 @@ TEST_P(CudaScanOnGpuTest, DeviceBuffersMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Rules, CudaScanOnGpuTest,
                          ::testing::Values(Rule::Delta, Rule::Sum),
                          [](const auto &info) {
-                           return info.param == Rule::Delta ? "delta" : "sum";
+                           return fwp::ruleName(info.param);
                          });
 
 } // namespace

@@ -208,20 +208,20 @@ TEST_P(ReferenceAttentionForward, MatchesSeedTranscription) {
   }
 }
 
-std::string ruleName(Rule rule) {
+std::string ruleTestName(Rule rule) {
   return rule == Rule::Delta ? "Delta" : "Sum";
 }
 
 /// Test name of a (rule, nu, heads) case.
 std::string caseName(
     const ::testing::TestParamInfo<std::tuple<Rule, int64_t, int64_t>> &param) {
-  return ruleName(std::get<0>(param.param)) + "Nu" +
+  return ruleTestName(std::get<0>(param.param)) + "Nu" +
          std::to_string(std::get<1>(param.param)) + "Heads" +
          std::to_string(std::get<2>(param.param));
 }
 
 std::string ruleCaseName(const ::testing::TestParamInfo<Rule> &param) {
-  return ruleName(param.param);
+  return ruleTestName(param.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -60,14 +60,13 @@ cl::opt<std::string> pipelineOptions(
     "options", cl::init(""),
     cl::desc("fwp-to-ptx options, e.g. \"chip=sm_90 chunk-size=32\""));
 
-// A kernel description.
-enum class BackendChoice { None, Cpu, Cuda };
-cl::opt<BackendChoice>
-    backend("backend", cl::init(BackendChoice::None),
+// A kernel description (given --backend).
+cl::opt<fwp::Backend>
+    backend("backend", cl::init(fwp::Backend::Cpu),
             cl::desc("compile the module of a kernel description for"),
-            cl::values(clEnumValN(BackendChoice::Cpu, "cpu",
+            cl::values(clEnumValN(fwp::Backend::Cpu, "cpu",
                                   "this host's CPU: a shared object"),
-                       clEnumValN(BackendChoice::Cuda, "cuda",
+                       clEnumValN(fwp::Backend::Cuda, "cuda",
                                   "an NVIDIA GPU: a launch plan and PTX")));
 cl::opt<int64_t> heads("heads", cl::init(0), cl::desc("heads"));
 cl::opt<int64_t> dHead("d-head", cl::init(0), cl::desc("d_k = d_v per head"));
@@ -144,8 +143,7 @@ int compileMlir() {
 /// A kernel description: its entry points to entry directories.
 int compileDescription() {
   fwp::jit::KernelDesc desc;
-  desc.backend = backend == BackendChoice::Cpu ? fwp::jit::Backend::Cpu
-                                               : fwp::jit::Backend::Cuda;
+  desc.backend = backend;
   desc.heads = heads;
   desc.dHead = dHead;
   desc.nu = nu;
@@ -193,7 +191,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "fwp ahead-of-time compiler\n");
   bool fromMlir = !inputFile.empty();
-  bool fromDescription = backend != BackendChoice::None;
+  bool fromDescription = backend.getNumOccurrences() > 0;
   if (fromMlir == fromDescription) {
     fmt::print(stderr,
                "fwp-compile: give either an .mlir input (with "

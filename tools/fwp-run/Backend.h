@@ -28,6 +28,8 @@
 
 namespace fwp::run {
 
+/// What runs the layer: the float64 reference, or the compiler for one of
+/// the vocabulary's backends (fwp::Backend).
 enum class BackendKind { Reference, Cpu, Cuda };
 
 /// Options that shape how a backend compiles, from the command line.

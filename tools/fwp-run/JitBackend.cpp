@@ -27,8 +27,7 @@ jit::KernelDesc describe(const ref::AttentionConfig &config,
                          const ref::AttentionShape &shape, rt::DType dtype,
                          int64_t chunkSize, jit::Backend backend) {
   jit::KernelDesc desc;
-  desc.rule =
-      config.rule == ref::Rule::Delta ? jit::Rule::Delta : jit::Rule::Sum;
+  desc.rule = config.rule;
   desc.nu = config.nu;
   desc.eps = config.eps;
   desc.heads = config.heads;
@@ -113,9 +112,7 @@ public:
   JitBackend(const BackendSettings &settings, jit::Backend target)
       : settings(settings), target(target) {}
 
-  const char *name() const override {
-    return target == jit::Backend::Cpu ? "cpu" : "cuda";
-  }
+  const char *name() const override { return backendName(target); }
 
   ref::AttentionOutputs forward(const ref::AttentionConfig &config,
                                 const ref::AttentionShape &shape,

@@ -51,7 +51,7 @@ void report(const std::string &message) {
 
 /// Wraps a backend result as an output file, checking its size.
 OutputFile output(const char *name, std::vector<int64_t> shape, rt::DType dtype,
-                  std::vector<double> values, const Backend &backend) {
+                  std::vector<double> values, const run::Backend &backend) {
   // -1 for no count: the shapes come from the inputs', whose counts fit.
   int64_t expected = rt::elementCount(shape).value_or(-1);
   if (values.size() != static_cast<uint64_t>(expected))
@@ -73,7 +73,7 @@ int runTool(int argc, char **argv) {
   // A backend named on the command line is checked before the inputs are
   // read; the default one depends on them (does dy.npy ask for the
   // backward?), so it is chosen after.
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<run::Backend> backend;
   if (opts.backend) {
     backend = createBackend(*opts.backend, settings);
     if (std::string_view(backend->name()) == "cuda" && rt::cudaUsable() &&

@@ -41,6 +41,7 @@
 #include "fwp/Runtime/ElementType.h"
 #include "fwp/Runtime/ModuleInfo.h"
 #include "fwp/Runtime/PlanCuda.h"
+#include "fwp/Vocabulary.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -50,19 +51,13 @@
 
 namespace fwp::jit {
 
-/// The fast-weight update. Its own enum rather than fwp::ref::Rule (the JIT
-/// must not depend on the test yardstick) or the dialect's fwp::Rule (which
-/// would pull MLIR headers into every caller).
-enum class Rule { Delta, Sum };
-
-/// Element type of every buffer, and the precision of every accumulation:
-/// the runtime's, shared with launch plans and .npy files.
-using DType = rt::DType;
-
-/// The forward or the backward, each compiled and cached on its own.
-using EntryPoint = rt::EntryPoint;
-
-enum class Backend { Cpu, Cuda };
+// The vocabulary (fwp/Vocabulary.h): the update rule, the element type of
+// every buffer (and the precision of every accumulation), the backend, and
+// the entry point, each compiled and cached on its own.
+using Rule = ::fwp::UpdateRule;
+using ::fwp::Backend;
+using ::fwp::DType;
+using ::fwp::EntryPoint;
 
 using ::fwp::kDefaultChunkSize;
 using ::fwp::kMaxChunkSize;

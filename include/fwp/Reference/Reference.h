@@ -23,12 +23,14 @@
 #ifndef FWP_REFERENCE_REFERENCE_H
 #define FWP_REFERENCE_REFERENCE_H
 
+#include "fwp/Vocabulary.h"
+
 #include <cstdint>
 #include <vector>
 
 namespace fwp::ref {
 
-enum class Rule { Delta, Sum };
+using Rule = ::fwp::UpdateRule; // fwp/Vocabulary.h
 
 /// DPFP feature map phi' of one vector `k` of size d; returns 2*d*nu values.
 std::vector<double> dpfp(const std::vector<double> &k, int64_t nu, double eps);

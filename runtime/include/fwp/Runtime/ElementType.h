@@ -1,8 +1,7 @@
 //===- ElementType.h - Element types and element counts ---------*- C++ -*-===//
 //
-// The element types of buffers (f32, f64; bf16 and f16 for storage) and the
-// element count of a shape, as plans, the runtime and the code around them
-// name and count them, and the conversions of the 16-bit types.
+// The element count of a shape, as plans, the runtime and the code around
+// them count it, and the conversions of the 16-bit storage types.
 //
 // Header only: code that does not link the runtime (the .npy reader, the
 // JIT's argument checks) shares these definitions without a library.
@@ -11,6 +10,8 @@
 
 #ifndef FWP_RUNTIME_ELEMENTTYPE_H
 #define FWP_RUNTIME_ELEMENTTYPE_H
+
+#include "fwp/Vocabulary.h"
 
 #include <cmath>
 #include <cstddef>
@@ -23,44 +24,11 @@
 
 namespace fwp::rt {
 
-enum class DType { F32, F64, BF16, F16 };
-
-/// "f32", "f64", "bf16", "f16".
-inline const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  case DType::BF16:
-    return "bf16";
-  case DType::F16:
-    return "f16";
-  }
-  return "?";
-}
-
-/// 4, 8, 2, 2.
-inline size_t dtypeBytes(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return 4;
-  case DType::F64:
-    return 8;
-  case DType::BF16:
-  case DType::F16:
-    return 2;
-  }
-  return 0;
-}
-
-/// The dtype called `name` ("f32", "f64", "bf16", "f16"), if any.
-inline std::optional<DType> parseDType(const std::string &name) {
-  for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::F16})
-    if (name == dtypeName(dtype))
-      return dtype;
-  return std::nullopt;
-}
+// The element types themselves are the vocabulary's (fwp/Vocabulary.h).
+using ::fwp::DType;
+using ::fwp::dtypeBytes;
+using ::fwp::dtypeName;
+using ::fwp::parseDType;
 
 /// `x` rounded to the nearest bfloat16 (ties to even), as its bits; NaN
 /// stays NaN.

@@ -35,12 +35,9 @@ public:
   using Error::Error;
 };
 
-enum class EntryPoint { Forward, Backward };
-enum class ModuleBackend { Cpu, Cuda };
-
-/// "forward", "backward"; "cpu", "cuda".
-const char *entryPointName(EntryPoint entry);
-const char *moduleBackendName(ModuleBackend backend);
+using ::fwp::Backend;
+using ::fwp::EntryPoint;
+using ::fwp::entryPointName;
 
 /// FNV-1a, 64 bits: a checksum that catches truncation and corruption (not
 /// tampering; the cache is the user's own directory).
@@ -54,7 +51,7 @@ struct ModuleInfo {
   /// Everything the module was compiled for, as one line; the disk cache
   /// compares it with the key it looks for.
   std::string key;
-  ModuleBackend backend = ModuleBackend::Cpu;
+  Backend backend = Backend::Cpu;
   EntryPoint entry = EntryPoint::Forward;
   DType dtype = DType::F32;
   int64_t heads = 1;
