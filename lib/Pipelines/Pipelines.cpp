@@ -91,17 +91,18 @@ FwpTileScanOptions gpuTileScan(int64_t chunkSize, std::string stateMemory,
 void buildFwpToLoopsPipeline(OpPassManager &pm,
                              const FwpTileScanOptions &tileScan,
                              bool chunkStages) {
-  pm.addPass(createFwpWidenStorage());
-  pm.addPass(createFwpDecomposeAttention());
+  pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
+  pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
   if (chunkStages) {
-    pm.addPass(createFwpScanToChunks({tileScan.chunkSize}));
-    pm.addPass(createFwpLowerChunks({/*fuseForward=*/tileScan.fuse}));
+    pm.addNestedPass<func::FuncOp>(createFwpScanToChunks({tileScan.chunkSize}));
+    pm.addNestedPass<func::FuncOp>(
+        createFwpLowerChunks({/*fuseForward=*/tileScan.fuse}));
   } else {
-    pm.addPass(createFwpFuseDpfp());
+    pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   }
-  pm.addPass(createFwpLowerDpfp());
-  pm.addPass(createFwpLowerGate());
-  pm.addPass(createFwpTileScan(tileScan));
+  pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
+  pm.addNestedPass<func::FuncOp>(createFwpLowerGate());
+  pm.addNestedPass<func::FuncOp>(createFwpTileScan(tileScan));
 
   // A result the caller gives a buffer for (the CPU's entry points write
   // into their outputs) is computed in that buffer: no workspace for y or
@@ -142,12 +143,12 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // gpu-tiling the dense layers take the GPU's tiling first, and their
   // kernels' products go to the vector units like the scan's.
   if (options.gpuTiling)
-    pm.addPass(createFwpDenseToTiles());
-  pm.addPass(
+    pm.addNestedPass<func::FuncOp>(createFwpDenseToTiles());
+  pm.addNestedPass<func::FuncOp>(
       createFwpTilesToVectors({options.registerRows, options.registerCols}));
-  pm.addPass(
+  pm.addNestedPass<func::FuncOp>(
       createFwpDenseToVectors({options.registerRows, options.registerCols}));
-  pm.addPass(createFwpLowerTiles());
+  pm.addNestedPass<func::FuncOp>(createFwpLowerTiles());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createConvertLinalgToLoopsPass());
@@ -183,16 +184,16 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's
   // sigmoid gradient).
-  pm.addPass(createFwpDenseToTiles());
+  pm.addNestedPass<func::FuncOp>(createFwpDenseToTiles());
   pm.addPass(createFwpProductsToMma(
       FwpProductsToMmaOptions{options.blockSize, options.f32Products}));
-  pm.addPass(createFwpLowerTiles());
+  pm.addNestedPass<func::FuncOp>(createFwpLowerTiles());
   pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
   pm.addPass(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createFwpParallelLoopsToGPU());
+  pm.addNestedPass<func::FuncOp>(createFwpParallelLoopsToGPU());
   // The barriers that the thread mapping and the tensor-core staging put
   // in, less those that order nothing.
-  pm.addPass(createFwpEliminateBarriers());
+  pm.addNestedPass<func::FuncOp>(createFwpEliminateBarriers());
   // Constants into the kernels (the tensor cores' vector constants cannot be
   // kernel arguments), then each launch into its own GPU module.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());

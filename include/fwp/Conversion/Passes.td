@@ -5,7 +5,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
+def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Map the kernels of fwp-tile-scan onto GPU blocks and threads";
   let description = [{
     Each `scf.forall` tagged `fwp.kernel` (made by `fwp-tile-scan`, mapped
@@ -29,7 +29,7 @@ def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu"> {
                            "::mlir::scf::SCFDialect"];
 }
 
-def FwpEliminateBarriers : Pass<"fwp-eliminate-barriers"> {
+def FwpEliminateBarriers : Pass<"fwp-eliminate-barriers", "::mlir::func::FuncOp"> {
   let summary = "Remove the gpu.barrier ops that order no accesses between "
                 "threads";
   let description = [{
@@ -50,7 +50,7 @@ def FwpEliminateBarriers : Pass<"fwp-eliminate-barriers"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
-def FwpProductsToMma : Pass<"fwp-products-to-mma"> {
+def FwpProductsToMma : Pass<"fwp-products-to-mma", "::mlir::ModuleOp"> {
   let summary = "Put the kernels' tile products on the GPU's tensor cores";
   let description = [{
     Each `linalg.matmul` inside an `scf.forall` tagged `fwp.kernel` whose
@@ -91,7 +91,7 @@ def FwpProductsToMma : Pass<"fwp-products-to-mma"> {
                            "::mlir::vector::VectorDialect"];
 }
 
-def FwpNVGPUToNVVM : Pass<"fwp-nvgpu-to-nvvm"> {
+def FwpNVGPUToNVVM : Pass<"fwp-nvgpu-to-nvvm", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Lower nvgpu ops to NVVM with a given index width";
   let description = [{
     Upstream's `convert-nvgpu-to-nvvm` patterns (cp.async, ldmatrix,
@@ -108,7 +108,7 @@ def FwpNVGPUToNVVM : Pass<"fwp-nvgpu-to-nvvm"> {
                            "::mlir::NVVM::NVVMDialect"];
 }
 
-def FwpParallelLoopsToGPU : Pass<"fwp-parallel-loops-to-gpu"> {
+def FwpParallelLoopsToGPU : Pass<"fwp-parallel-loops-to-gpu", "::mlir::func::FuncOp"> {
   let summary = "Map dense scf.parallel loops onto one GPU thread per point";
   let description = [{
     Each outermost `scf.parallel` outside a `gpu.launch` (the projections,
@@ -146,7 +146,7 @@ def FwpKernelLaunchBounds : Pass<"fwp-kernel-launch-bounds",
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
-def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors"> {
+def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors", "::mlir::func::FuncOp"> {
   let summary = "Lower the tile operations inside fwp kernels to CPU vectors";
   let description = [{
     The CPU's lowering of the tile level: each linalg operation inside an
@@ -173,7 +173,7 @@ def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors"> {
                            "::mlir::vector::VectorDialect"];
 }
 
-def FwpDenseToVectors : Pass<"fwp-dense-to-vectors"> {
+def FwpDenseToVectors : Pass<"fwp-dense-to-vectors", "::mlir::func::FuncOp"> {
   let summary = "Lower the dense layers' products to CPU vectors";
   let description = [{
     Each contraction `y[rows..., o] += x[rows..., i] W[o, i]` outside the
@@ -201,7 +201,7 @@ def FwpDenseToVectors : Pass<"fwp-dense-to-vectors"> {
                            "::mlir::vector::VectorDialect"];
 }
 
-def FwpDenseToTiles : Pass<"fwp-dense-to-tiles"> {
+def FwpDenseToTiles : Pass<"fwp-dense-to-tiles", "::mlir::func::FuncOp"> {
   let summary = "The dense layers' products as kernels of tile products";
   let description = [{
     Each contraction outside the kernels that is a dense layer, its input

@@ -5,7 +5,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def FwpWidenStorage : Pass<"fwp-widen-storage"> {
+def FwpWidenStorage : Pass<"fwp-widen-storage", "::mlir::func::FuncOp"> {
   let summary = "Run fwp ops on bf16 or f16 tensors in float32";
   let description = [{
     bf16 and f16 are storage types only. Each fwp op with 16-bit float
@@ -20,7 +20,7 @@ def FwpWidenStorage : Pass<"fwp-widen-storage"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def FwpDecomposeAttention : Pass<"fwp-decompose-attention"> {
+def FwpDecomposeAttention : Pass<"fwp-decompose-attention", "::mlir::func::FuncOp"> {
   let summary = "Split fwp.attention into projections, DPFP, gate, scan and "
                 "output layer";
   let description = [{
@@ -33,7 +33,7 @@ def FwpDecomposeAttention : Pass<"fwp-decompose-attention"> {
                            "::mlir::arith::ArithDialect"];
 }
 
-def FwpFuseDpfp : Pass<"fwp-fuse-dpfp"> {
+def FwpFuseDpfp : Pass<"fwp-fuse-dpfp", "::mlir::func::FuncOp"> {
   let summary = "Fuse fwp.dpfp producers into fwp.scan";
   let description = [{
     When both `q` and `k` of an `fwp.scan` come from `fwp.dpfp` ops with the
@@ -43,7 +43,7 @@ def FwpFuseDpfp : Pass<"fwp-fuse-dpfp"> {
   }];
 }
 
-def FwpLowerDpfp : Pass<"fwp-lower-dpfp"> {
+def FwpLowerDpfp : Pass<"fwp-lower-dpfp", "::mlir::func::FuncOp"> {
   let summary = "Lower fwp.dpfp maps that were not fused into a scan";
   let description = [{
     Each remaining `fwp.dpfp` becomes three `linalg.generic` ops over
@@ -56,7 +56,7 @@ def FwpLowerDpfp : Pass<"fwp-lower-dpfp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
-def FwpLowerGate : Pass<"fwp-lower-gate"> {
+def FwpLowerGate : Pass<"fwp-lower-gate", "::mlir::func::FuncOp"> {
   let summary = "Lower fwp.gate to linalg";
   let description = [{
     `beta = sigmoid(x W_beta^T)` as a `linalg.generic` contraction followed
@@ -68,7 +68,7 @@ def FwpLowerGate : Pass<"fwp-lower-gate"> {
                            "::mlir::math::MathDialect"];
 }
 
-def FwpScanToChunks : Pass<"fwp-scan-to-chunks"> {
+def FwpScanToChunks : Pass<"fwp-scan-to-chunks", "::mlir::func::FuncOp"> {
   let summary = "Write fwp.scan as the stages of the chunked algorithm";
   let description = [{
     Rewrites each `fwp.scan` into the chunk operations of
@@ -91,7 +91,7 @@ def FwpScanToChunks : Pass<"fwp-scan-to-chunks"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def FwpLowerChunks : Pass<"fwp-lower-chunks"> {
+def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
   let summary = "Lower the chunk operations to linalg on tensors, a chunk "
                 "at a time";
   let description = [{
@@ -126,7 +126,7 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def FwpTileScan : Pass<"fwp-tile-scan"> {
+def FwpTileScan : Pass<"fwp-tile-scan", "::mlir::func::FuncOp"> {
   let summary = "Tile fwp.scan over (batch, head, value block) and chunks";
   let description = [{
     Lowers each `fwp.scan` to buffers and to the chunked (WY) form of the
@@ -210,7 +210,7 @@ def FwpTileScan : Pass<"fwp-tile-scan"> {
                            "::mlir::scf::SCFDialect"];
 }
 
-def FwpLowerTiles : Pass<"fwp-lower-tiles"> {
+def FwpLowerTiles : Pass<"fwp-lower-tiles", "::mlir::func::FuncOp"> {
   let summary = "Lower the tile operations inside fwp kernels to loops";
   let description = [{
     The tile level's products (`linalg.matmul` on static views inside an
