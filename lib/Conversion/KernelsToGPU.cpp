@@ -204,7 +204,7 @@ LogicalResult convertKernel(scf::ForallOp forall, int64_t blockSize) {
           rewriter, /*transformOp=*/std::nullopt, launch, {blockSize, 1, 1},
           /*warpSize=*/32, /*syncAfterDistribute=*/true);
   if (!mapped.succeeded()) {
-    mapped.silence();
+    (void)mapped.silence();
     return launch.emitOpError("fwp-kernels-to-gpu could not map the shared "
                               "loops onto the block's threads");
   }
