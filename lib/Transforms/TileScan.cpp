@@ -10,10 +10,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "ScanKernels.h"
+#include "StorageCasts.h"
 
 #include "fwp/Transforms/Passes.h"
 
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace fwp {
@@ -260,138 +260,6 @@ void allocateForwardWorkspace(ScanAllocator &alloc, const ScanConfig &config,
   }
   if (forBackward)
     buf.chunkStates = alloc.perChunkStates();
-}
-
-Value toBuffer(ImplicitLocOpBuilder &b, Value tensor) {
-  if (!tensor)
-    return nullptr;
-  auto type = cast<RankedTensorType>(tensor.getType());
-  return bufferization::ToBufferOp::create(
-      b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-      /*read_only=*/true);
-}
-
-Value toTensor(ImplicitLocOpBuilder &b, Type type, Value memref) {
-  return bufferization::ToTensorOp::create(b, type, memref, /*restrict=*/true,
-                                           /*writable=*/true);
-}
-
-/// Whether `generic` is an elementwise cast of one tensor by `CastOp`, as
-/// fwp-widen-storage writes them: identity maps, the cast of the input as
-/// the whole body.
-template <typename CastOp> bool isElementwiseCast(linalg::GenericOp generic) {
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumDpsInits() != 1 || !generic.hasPureTensorSemantics() ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isIdentity(); }))
-    return false;
-  Block &body = generic.getRegion().front();
-  auto cast = dyn_cast<CastOp>(body.front());
-  return body.getOperations().size() == 2 && cast &&
-         cast->getOperand(0) == body.getArgument(0) &&
-         body.getTerminator()->getOperand(0) == cast->getResult(0);
-}
-
-/// fwp-widen-storage runs a scan on 16-bit tensors in float32 between
-/// elementwise casts: its operands extended (arith.extf), its results
-/// rounded back (arith.truncf), each a pass over memory (on the GPU a
-/// kernel) of its own. The scan's kernels take those casts into their loads
-/// and stores instead (Emitter::load/store, TileBuilder::copy and relu
-/// convert): they read the 16-bit operands and write the 16-bit results.
-/// The states stay float32 (the running state and its gradient are updated
-/// in place).
-class StorageCasts {
-public:
-  explicit StorageCasts(ImplicitLocOpBuilder &b) : b(b) {}
-
-  /// The buffer the kernels read `operand` from: that of the 16-bit tensor
-  /// it was extended from, or its own.
-  Value input(Value operand) {
-    if (!operand)
-      return nullptr;
-    auto widening = operand.getDefiningOp<linalg::GenericOp>();
-    if (!isElementwiseCast<arith::ExtFOp>(widening))
-      return toBuffer(b, operand);
-    widenings.insert(widening);
-    return toBuffer(b, widening.getDpsInputs()[0]);
-  }
-
-  /// The element type of the buffer the kernels write `result` to: the
-  /// 16-bit type it is rounded to if that rounding is its only use.
-  Type resultElement(Value result) {
-    auto rounding = roundingOf(result);
-    return rounding ? getElementTypeOrSelf(rounding.getResult(0).getType())
-                    : getElementTypeOrSelf(result.getType());
-  }
-
-  /// Gives `result`'s users the tensor of `buffer`: if the buffer is of
-  /// the 16-bit type (resultElement), the rounding's users, the rounding
-  /// then gone; else the result's own.
-  void output(Value result, Value buffer) {
-    if (!result)
-      return;
-    auto rounding = roundingOf(result);
-    if (rounding && getElementTypeOrSelf(buffer.getType()) ==
-                        getElementTypeOrSelf(rounding.getResult(0).getType())) {
-      Value narrow = rounding.getResult(0);
-      Value tensor = toTensor(b, narrow.getType(), buffer);
-      narrow.replaceAllUsesWith(tensor);
-      Operation *init = rounding.getDpsInits()[0].getDefiningOp();
-      rounding.erase();
-      if (init && init->use_empty() && isa<tensor::EmptyOp>(init))
-        init->erase();
-      // The sizes are the stored tensor's.
-      for (OpOperand &use : llvm::make_early_inc_range(result.getUses()))
-        use.set(tensor);
-      return;
-    }
-    result.replaceAllUsesWith(toTensor(b, result.getType(), buffer));
-  }
-
-  /// Erases the extensions nothing reads any more (the scan was their
-  /// user), and their empty inits.
-  void eraseUnusedWidenings() {
-    for (linalg::GenericOp widening : widenings) {
-      if (!widening->use_empty())
-        continue;
-      Operation *init = widening.getDpsInits()[0].getDefiningOp();
-      widening.erase();
-      if (init && init->use_empty() && isa<tensor::EmptyOp>(init))
-        init->erase();
-    }
-  }
-
-private:
-  /// The rounding of `result` to 16 bits, if that is its only use besides
-  /// its sizes (tensor.dim, which the rounding's init takes).
-  static linalg::GenericOp roundingOf(Value result) {
-    if (!result)
-      return nullptr;
-    linalg::GenericOp rounding;
-    for (Operation *user : result.getUsers()) {
-      if (isa<tensor::DimOp>(user))
-        continue;
-      auto generic = dyn_cast<linalg::GenericOp>(user);
-      if (rounding || !isElementwiseCast<arith::TruncFOp>(generic) ||
-          generic.getDpsInputs()[0] != result)
-        return nullptr;
-      rounding = generic;
-    }
-    return rounding;
-  }
-
-  ImplicitLocOpBuilder &b;
-  llvm::SetVector<linalg::GenericOp> widenings;
-};
-
-/// Inputs shared by fwp.scan and fwp.scan_grad.
-template <typename ScanLikeOp>
-void readInputs(StorageCasts &casts, ScanLikeOp op, ScanBuffers &buf) {
-  buf.q = casts.input(op.getQ());
-  buf.k = casts.input(op.getK());
-  buf.v = casts.input(op.getV());
-  buf.beta = casts.input(op.getBeta());
-  buf.initial = casts.input(op.getInitial());
 }
 
 /// The sequence length, batch and heads of per-step tensor `v`.
