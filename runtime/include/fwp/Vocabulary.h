@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
-#include <type_traits>
 
 namespace fwp {
 
@@ -116,24 +115,26 @@ std::optional<Enum> parseName(std::string_view name, const Enum (&all)[N],
       return value;
   return std::nullopt;
 }
+
+template <typename Enum, size_t N>
+bool contains(const Enum (&all)[N], Enum value) {
+  for (Enum known : all)
+    if (known == value)
+      return true;
+  return false;
+}
 } // namespace detail
 
 /// Whether `value` is one of its enumeration's values.
-template <typename Enum> bool isKnown(Enum value) {
-  auto in = [value](const auto &all) {
-    for (auto known : all)
-      if (known == value)
-        return true;
-    return false;
-  };
-  if constexpr (std::is_same_v<Enum, UpdateRule>)
-    return in(kUpdateRules);
-  else if constexpr (std::is_same_v<Enum, DType>)
-    return in(kDTypes);
-  else if constexpr (std::is_same_v<Enum, Backend>)
-    return in(kBackends);
-  else
-    return in(kEntryPoints);
+inline bool isKnown(UpdateRule rule) {
+  return detail::contains(kUpdateRules, rule);
+}
+inline bool isKnown(DType dtype) { return detail::contains(kDTypes, dtype); }
+inline bool isKnown(Backend backend) {
+  return detail::contains(kBackends, backend);
+}
+inline bool isKnown(EntryPoint entry) {
+  return detail::contains(kEntryPoints, entry);
 }
 
 /// The value called `name`, if any (names as above, lower case).
