@@ -31,10 +31,12 @@ LogicalResult FwpDialect::verifyOperationAttribute(Operation *op,
     return op->emitError("unknown fwp attribute '")
            << attr.getName().getValue() << "'";
   StringRef opName = op->getName().getStringRef();
-  if (opName != "scf.forall" && opName != "gpu.launch")
-    return op->emitError("'")
-           << kKernelAttrName << "' marks an scf.forall or a gpu.launch, not "
-           << "'" << opName << "'";
+  if (!llvm::is_contained(
+          {"scf.forall", "gpu.launch", "func.func", "llvm.func"}, opName))
+    return op->emitError("'") << kKernelAttrName
+                              << "' marks an scf.forall, a gpu.launch or a "
+                                 "function, not '"
+                              << opName << "'";
   auto name = dyn_cast<StringAttr>(attr.getValue());
   if (!name || !isIdentifier(name.getValue()))
     return op->emitError("'")

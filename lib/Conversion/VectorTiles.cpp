@@ -127,14 +127,20 @@ LogicalResult lowerVectors(Operation *root) {
     root->walk([](LoopLikeOpInterface loop) { moveLoopInvariantCode(loop); });
     linalg::hoistRedundantVectorTransfers(root);
   }
-  // Contractions become outer products.
+  // Contractions become outer products. A row's reduction (the tiles are
+  // rows) stays one vector.reduction, not a transpose into a column of
+  // scalars and a chain of adds; a row broadcast from a column element
+  // folds into one broadcast, not a transpose of it.
   {
     RewritePatternSet patterns(ctx);
     vector::populateVectorContractLoweringPatterns(
         patterns, vector::VectorContractLowering::OuterProduct);
     vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
     vector::populateVectorMultiReductionLoweringPatterns(
-        patterns, vector::VectorMultiReductionLowering::InnerParallel);
+        patterns, vector::VectorMultiReductionLowering::InnerReduction);
+    vector::TransposeOp::getCanonicalizationPatterns(patterns, ctx);
+    vector::BroadcastOp::getCanonicalizationPatterns(patterns, ctx);
+    vector::ShapeCastOp::getCanonicalizationPatterns(patterns, ctx);
     if (failed(applyPatternsGreedily(root, std::move(patterns))))
       return root->emitError("vector lowering: contractions to outer "
                              "products did not converge");

@@ -7,11 +7,13 @@
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
@@ -144,6 +146,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // kernels' products go to the vector units like the scan's.
   if (options.gpuTiling)
     pm.addNestedPass<func::FuncOp>(createFwpDenseToTiles());
+  pm.addPass(createFwpOutlineTiles());
   pm.addNestedPass<func::FuncOp>(
       createFwpTilesToVectors({options.registerRows, options.registerCols}));
   pm.addNestedPass<func::FuncOp>(
@@ -164,15 +167,15 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // bodies, which must still be single blocks.
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  // Vector lowering leaves ub.poison as the start of insert chains.
-  pm.addPass(createUBToLLVMConversionPass());
-  pm.addPass(createConvertOpenMPToLLVMPass());
+  // Vectors first (the pass lowers what the conversion cannot take, such
+  // as n-D from_elements), then the rest in one conversion, each dialect's
+  // patterns through its ConvertToLLVMPatternInterface: one walk over the
+  // module, not seven. The kernels' vector reductions are row sums of
+  // tiles whose linalg bodies allowed reassociation: a tree, not a chain.
+  ConvertVectorToLLVMPassOptions vectors;
+  vectors.reassociateFPReductions = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectors));
+  pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -264,6 +267,7 @@ void registerPipelineDependencies(DialectRegistry &registry) {
   registerConvertMathToLLVMInterface(registry);
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
+  registerConvertOpenMPToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
   vector::registerConvertVectorToLLVMInterface(registry);
 

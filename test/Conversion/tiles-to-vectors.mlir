@@ -89,3 +89,27 @@ func.func @dynamic_product(%a: memref<?x16xf32>, %b: memref<16x16xf32>,
   } {fwp.kernel = "k"}
   return
 }
+
+// -----
+
+// A row sum (the DPFP normaliser): each row one vector.reduction, not a
+// transposed column of scalars added one by one.
+// CHECK-LABEL: func @row_sum
+// CHECK: scf.for
+// CHECK: %[[ROW:.*]] = vector.load %{{.*}} : memref<16x64xf32>, vector<64xf32>
+// CHECK: vector.reduction <add>, %[[ROW]], %{{.*}} : vector<64xf32> into f32
+// CHECK-NOT: vector<64x1xf32>
+#row = affine_map<(d0, d1) -> (d0, d1)>
+#sum = affine_map<(d0, d1) -> (d0)>
+func.func @row_sum(%x: memref<16x64xf32>, %s: memref<16xf32>) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.generic {indexing_maps = [#row, #sum], iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<16x64xf32>) outs(%s : memref<16xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %out, %in fastmath<reassoc,contract> : f32
+      linalg.yield %y : f32
+    }
+  } {fwp.kernel = "k"}
+  return
+}

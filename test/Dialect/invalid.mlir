@@ -362,7 +362,7 @@ func.func @attention_grad_type(%x: tensor<8x1x8xf32>, %w: tensor<8x8xf32>,
 func.func @kernel_on_other_op(%n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  // expected-error @+1 {{'fwp.kernel' marks an scf.forall or a gpu.launch, not 'scf.for'}}
+  // expected-error @+1 {{'fwp.kernel' marks an scf.forall, a gpu.launch or a function, not 'scf.for'}}
   scf.for %i = %c0 to %n step %c1 {
   } {fwp.kernel = "k"}
   return

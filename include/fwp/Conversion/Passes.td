@@ -146,6 +146,51 @@ def FwpKernelLaunchBounds : Pass<"fwp-kernel-launch-bounds",
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
+def FwpOutlineTiles : Pass<"fwp-outline-tiles", "::mlir::ModuleOp"> {
+  let summary = "Outline the CPU kernels' static tiles into functions";
+  let description = [{
+    Each linalg operation of static shape inside an `scf.forall` tagged
+    `fwp.kernel` becomes a call to a private function that holds it alone,
+    tagged with the kernel's name (`fwp.kernel` on a `func.func`), so that
+    `fwp-tiles-to-vectors` still lowers it as a tile. Tiles that are the
+    same operation on the same types, with the same attributes and body,
+    share one function. The functions are `noinline` and internal.
+
+    Why: LLVM's loop passes (scalar evolution above all) cost more than
+    linearly in the size of a function, and a fused scan kernel holds every
+    tile of a chunk, a hundred loop nests in one function; as functions of
+    their own, and shared, they compile several times faster. A call costs
+    a few nanoseconds against a tile's microseconds.
+
+    Values a tile's body uses from above become arguments, except
+    constants, which are cloned into the function. Tiles of dynamic shape
+    (a chunk's rows cut at the sequence's end) stay where they are.
+
+    Example:
+
+    ```mlir
+    scf.forall (%b, %h) in (%nb, 4) {
+      linalg.fill ins(%zero : f32) outs(%tile : memref<16x16xf32, ...>)
+    } {fwp.kernel = "scan"}
+    ```
+
+    becomes
+
+    ```mlir
+    scf.forall (%b, %h) in (%nb, 4) {
+      func.call @scan_tile0(%zero, %tile) : (f32, memref<16x16xf32, ...>) -> ()
+    } {fwp.kernel = "scan"}
+    func.func private @scan_tile0(%arg0: f32, %arg1: memref<16x16xf32, ...>)
+        attributes {fwp.kernel = "scan", ...} {
+      linalg.fill ins(%arg0 : f32) outs(%arg1 : memref<16x16xf32, ...>)
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors", "::mlir::func::FuncOp"> {
   let summary = "Lower the tile operations inside fwp kernels to CPU vectors";
   let description = [{

@@ -12,6 +12,7 @@
 
 #include "fwp/Dialect/FwpDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace fwp {
@@ -20,11 +21,12 @@ namespace fwp {
 /// (verified by the fwp dialect).
 constexpr llvm::StringLiteral kKernelAttrName = FwpDialect::kKernelAttrName;
 
-/// Whether `op` is inside a kernel.
+/// Whether `op` is inside a kernel: inside its forall, or in a function
+/// that holds one of its tiles (fwp-outline-tiles).
 inline bool isInsideKernel(mlir::Operation *op) {
   for (mlir::Operation *parent = op->getParentOp(); parent;
        parent = parent->getParentOp())
-    if (mlir::isa<mlir::scf::ForallOp>(parent) &&
+    if (mlir::isa<mlir::scf::ForallOp, mlir::func::FuncOp>(parent) &&
         parent->hasAttr(kKernelAttrName))
       return true;
   return false;

@@ -24,8 +24,11 @@ def Fwp_Dialect : Dialect {
     One discardable attribute, `fwp.kernel = "name"`, marks a kernel of
     the tile level (`fwp-tile-scan`): an `scf.forall` whose points are the
     kernel's instances (thread blocks on the GPU), and after
-    `fwp-kernels-to-gpu` the `gpu.launch` made from it. The name becomes
-    the GPU kernel's symbol, so it must be an identifier.
+    `fwp-kernels-to-gpu` the `gpu.launch` made from it; on a function
+    (`func.func`, then `llvm.func`), a tile of that kernel outlined into a
+    function of its own (`fwp-outline-tiles`), called from the kernel's
+    instances.
+    The name becomes the GPU kernel's symbol, so it must be an identifier.
   }];
   let cppNamespace = "::fwp";
   let hasOperationAttrVerify = 1;
