@@ -5,6 +5,10 @@
 // optimisation level (disk cache off), the forward's run time with the code
 // of each level, and the warm path (a new kernel finding the entry in the
 // disk cache: what a second process pays). One table row per figure.
+// Then, stage by stage (fwp-to-cpu's passes, LLVM's optimiser, code
+// generation, linking), the default level's cold compile of the demo's
+// description and of issue 28's yardstick (fwp-bench --shape
+// 1024,2,128,4,2: d_model 128, 4 heads, nu 2).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,12 +33,33 @@ double now() {
       .count();
 }
 
-fwp::jit::KernelDesc demoDesc() {
+fwp::jit::KernelDesc cpuDesc(int64_t heads, int64_t dHead, int64_t nu) {
   fwp::jit::KernelDesc desc;
-  desc.heads = 4;
-  desc.dHead = 16;
-  desc.nu = 2;
+  desc.heads = heads;
+  desc.dHead = dHead;
+  desc.nu = nu;
   return desc;
+}
+
+fwp::jit::KernelDesc demoDesc() { return cpuDesc(4, 16, 2); }
+
+/// Each entry point's cold compile at the default level, stage by stage.
+void printStages(const fwp::jit::KernelDesc &desc) {
+  fmt::print("\nstages of a cold compile at O{}: {}\n| entry point | stage "
+             "| seconds |\n|---|---|---|\n",
+             fwp::jit::kDefaultCpuOptLevel, desc.str());
+  for (EntryPoint entry : {EntryPoint::Forward, EntryPoint::Backward}) {
+    std::string dir = fmt::format("/tmp/fwp-compile-bench-{}-stages", getpid());
+    fwp::jit::StageTimes stages = fwp::jit::compileEntry(desc, entry, dir);
+    std::filesystem::remove_all(dir);
+    double total = 0;
+    for (const auto &[stage, seconds] : stages) {
+      fmt::print("| {} | {} | {:.3f} |\n", fwp::entryPointName(entry), stage,
+                 seconds);
+      total += seconds;
+    }
+    fmt::print("| {} | total | {:.3f} |\n", fwp::entryPointName(entry), total);
+  }
 }
 
 /// Median milliseconds of the forward at T=1024, B=4.
@@ -98,5 +123,8 @@ int main() {
              warm->loadedFromDiskCache(EntryPoint::Forward) ? "a cache hit"
                                                             : "NOT a hit");
   std::filesystem::remove_all(cache);
+
+  printStages(demoDesc());
+  printStages(cpuDesc(4, 32, 2));
   return warm->loadedFromDiskCache(EntryPoint::Forward) ? 0 : 1;
 }

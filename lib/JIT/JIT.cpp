@@ -450,8 +450,8 @@ std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc) {
   }
 }
 
-void compileEntry(const KernelDesc &desc, EntryPoint entry,
-                  const std::string &dir, const CompileOptions &options) {
+StageTimes compileEntry(const KernelDesc &desc, EntryPoint entry,
+                        const std::string &dir, const CompileOptions &options) {
   checkCompilable(desc);
   std::error_code error;
   if (std::filesystem::exists(dir, error))
@@ -466,9 +466,8 @@ void compileEntry(const KernelDesc &desc, EntryPoint entry,
   std::string key = cacheKey(desc, entry, entryOptions);
   try {
     if (desc.backend == Backend::Cpu)
-      compileCpuEntry(desc, entry, key, dir, entryOptions);
-    else
-      compileCudaEntry(desc, entry, key, dir, entryOptions);
+      return compileCpuEntry(desc, entry, key, dir, entryOptions);
+    return compileCudaEntry(desc, entry, key, dir, entryOptions);
   } catch (...) {
     removeTree(dir);
     throw;

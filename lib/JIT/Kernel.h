@@ -18,9 +18,6 @@
 
 namespace fwp::jit {
 
-/// Seconds per stage of one compilation, in order ("passes", "codegen", ...).
-using StageTimes = std::vector<std::pair<std::string, double>>;
-
 /// The manifest of a compiled entry point of `desc` (files not yet listed).
 rt::ModuleInfo moduleInfo(const KernelDesc &desc, EntryPoint entry,
                           const std::string &key);

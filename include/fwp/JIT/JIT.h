@@ -271,6 +271,11 @@ std::shared_ptr<const CompiledAttention> compile(const KernelDesc &desc);
 std::shared_ptr<const CompiledAttention>
 compileUncached(const KernelDesc &desc, const CompileOptions &options = {});
 
+/// Seconds per stage of one compilation, in order: on the CPU "passes"
+/// (fwp-to-cpu), "llvm-opt", "codegen" and "link"; for CUDA one stage,
+/// "passes+export" (fwp-to-ptx, its PTX included, and the launch plan).
+using StageTimes = std::vector<std::pair<std::string, double>>;
+
 /// Compiles `entry` of `desc` ahead of time into `dir`, which must not
 /// exist yet: the files and manifest a disk cache entry holds
 /// (docs/compiled-modules.md), which fwp::rt::AttentionEntry::load and
@@ -278,9 +283,10 @@ compileUncached(const KernelDesc &desc, const CompileOptions &options = {});
 /// Throws std::invalid_argument for an invalid description or an existing
 /// `dir`, std::runtime_error with the diagnostics if compiling fails
 /// (nothing is left at `dir` then). options.dumpDirectory, cacheDirectory
-/// and useDiskCache are ignored.
-void compileEntry(const KernelDesc &desc, EntryPoint entry,
-                  const std::string &dir, const CompileOptions &options = {});
+/// and useDiskCache are ignored. Returns the seconds each stage took.
+StageTimes compileEntry(const KernelDesc &desc, EntryPoint entry,
+                        const std::string &dir,
+                        const CompileOptions &options = {});
 
 /// Whether this build compiles kernels (FwpJIT) or only loads them from the
 /// disk cache (the runtime-only build behind libfwp_runtime.so, where a
