@@ -97,8 +97,8 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
   if (chunkStages) {
     pm.addNestedPass<func::FuncOp>(createFwpScanToChunks({tileScan.chunkSize}));
-    pm.addNestedPass<func::FuncOp>(
-        createFwpLowerChunks({/*fuseForward=*/tileScan.fuse}));
+    pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
+        {/*fuseForward=*/tileScan.fuse, /*fuseBackward=*/tileScan.fuse}));
   } else {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   }

@@ -53,6 +53,8 @@ public:
 
   /// A zero tensor of `shape`.
   mlir::Value zeros(llvm::ArrayRef<int64_t> shape);
+  /// lhs + rhs, two tiles of one static shape.
+  mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   /// tensor.empty shaped like the per-step (or state) tensor `like`.
   mlir::Value emptyLike(mlir::Value like);
   /// tensor.empty of the type of a state-like `result`, its dynamic leading
@@ -94,6 +96,10 @@ public:
   /// as an `N x rows x cols` tile.
   View headStates(mlir::Value states, mlir::Value bi, mlir::Value h,
                   mlir::Value chunks, int64_t rows, int64_t cols);
+  /// The state of chunk `c` of (bi, h) in `states` [B, H, N, rows, cols], as
+  /// a `rows x cols` tile.
+  mlir::Value chunkState(mlir::Value states, mlir::Value bi, mlir::Value h,
+                         mlir::Value c, int64_t rows, int64_t cols);
   /// The state a pass over the chunks starts from: the (bi, h) state
   /// `slice` of `given` (copied), or zero without one.
   mlir::Value startState(mlir::Value given, const Slice &slice, int64_t rows,
@@ -184,6 +190,24 @@ mlir::Value chunkOutput(ChunkTiles &tiles, mlir::Value queries,
                         mlir::Value keys, mlir::Value writes,
                         mlir::Value state);
 
+/// One chunk's steps of the backward (docs/delta-rule-math.md, section 5),
+/// given the state S at its start and the gradient dS of its end state.
+struct QkGradTiles {
+  mlir::Value dq, dk, dwt;
+};
+/// dP = tril(dY U^T);  dQ = dY S + dP K;  dK = dP^T Q + U dS; with the
+/// writes' gradient `du` (delta rule) also dWt = -dU S.
+QkGradTiles chunkQkGrad(ChunkTiles &tiles, mlir::Value queries,
+                        mlir::Value keys, mlir::Value written, mlir::Value dy,
+                        mlir::Value du, mlir::Value start, mlir::Value endGrad);
+struct WyGradTiles {
+  mlir::Value dk, dv, dbeta;
+};
+/// The gradients through the WY form of `keys`, `values` and `gates`, given
+/// dUt = `du` and dWt = `dwt`: dV, dbeta and the keys' share of dK.
+WyGradTiles chunkWyGrad(ChunkTiles &tiles, mlir::Value keys, mlir::Value values,
+                        mlir::Value gates, mlir::Value du, mlir::Value dwt);
+
 /// The patterns of fwp-lower-chunks, one per operation.
 void populateLowerChunkWyPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkStatesPattern(mlir::RewritePatternSet &patterns);
@@ -193,6 +217,9 @@ void populateLowerChunkQkGradPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkWyGradPattern(mlir::RewritePatternSet &patterns);
 /// The forward's three operations as one kernel per (batch, head).
 void populateFuseChunkForwardPattern(mlir::RewritePatternSet &patterns);
+/// The backward's per-chunk operations (delta rule: fwp.chunk_qk_grad and
+/// fwp.chunk_wy_grad, and the sum of their key gradients) as one kernel.
+void populateFuseChunkBackwardPattern(mlir::RewritePatternSet &patterns);
 
 /// Fails with a message on `op` unless `type`'s last dimension is static.
 mlir::LogicalResult requireStaticWidth(mlir::PatternRewriter &rewriter,

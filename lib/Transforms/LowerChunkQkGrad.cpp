@@ -14,6 +14,29 @@
 using namespace mlir;
 
 namespace fwp {
+
+QkGradTiles chunkQkGrad(ChunkTiles &tiles, Value queries, Value keys,
+                        Value written, Value dy, Value du, Value start,
+                        Value endGrad) {
+  int64_t features = cast<RankedTensorType>(keys.getType()).getDimSize(1);
+  Value dp = tiles.lowerTriangle(
+      tiles.lowerProduct(ProductForm::NT, Triangular::Result, dy, written,
+                         tiles.zeros({tiles.chunk, tiles.chunk})));
+  QkGradTiles grads;
+  grads.dq = tiles.product(ProductForm::NN, dy, start,
+                           tiles.zeros({tiles.chunk, features}));
+  grads.dq =
+      tiles.lowerProduct(ProductForm::NN, Triangular::Lhs, dp, keys, grads.dq);
+  grads.dk = tiles.product(ProductForm::TN, dp, queries,
+                           tiles.zeros({tiles.chunk, features}));
+  grads.dk = tiles.product(ProductForm::NN, written, endGrad, grads.dk);
+  if (du)
+    grads.dwt = tiles.product(ProductForm::NN, du, start,
+                              tiles.zeros({tiles.chunk, features}),
+                              /*subtract=*/true);
+  return grads;
+}
+
 namespace {
 
 struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
@@ -38,8 +61,6 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
                                   tiles.emptyLike(op.getK())};
     if (op.getDwt())
       outputs.push_back(tiles.emptyLike(op.getK()));
-    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    auto stateType = RankedTensorType::get({values, features}, element);
     auto forall = buildForall(
         b, "chunk_qk_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
@@ -49,33 +70,17 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
           Value keys = tiles.loadRows(op.getK(), bi, h, t0, len);
           Value written = tiles.loadRows(op.getU(), bi, h, t0, len);
           Value dy = tiles.loadRows(op.getDy(), bi, h, t0, len);
-          ChunkTiles::Slice chunkState = tiles.region(
-              {bi, h, c, zero, zero}, {one, one, one, b.getIndexAttr(values),
-                                       b.getIndexAttr(features)});
-          auto state = [&](Value states) -> Value {
-            return tensor::ExtractSliceOp::create(
-                b, stateType, states, chunkState.offsets, chunkState.sizes,
-                chunkState.strides);
-          };
-          Value start = state(op.getH()), endGrad = state(op.getDh());
-          Value dp = tiles.lowerTriangle(tiles.lowerProduct(
-              ProductForm::NT, Triangular::Result, dy, written,
-              tiles.zeros({tiles.chunk, tiles.chunk})));
-          Value dq = tiles.product(ProductForm::NN, dy, start,
-                                   tiles.zeros({tiles.chunk, features}));
-          dq = tiles.lowerProduct(ProductForm::NN, Triangular::Lhs, dp, keys,
-                                  dq);
-          Value dk = tiles.product(ProductForm::TN, dp, queries,
-                                   tiles.zeros({tiles.chunk, features}));
-          dk = tiles.product(ProductForm::NN, written, endGrad, dk);
-          SmallVector<Value> results = {dq, dk};
-          if (op.getDwt()) {
-            Value du = tiles.loadRows(op.getDu(), bi, h, t0, len);
-            results.push_back(
-                tiles.product(ProductForm::NN, du, start,
-                              tiles.zeros({tiles.chunk, features}),
-                              /*subtract=*/true));
-          }
+          Value start = tiles.chunkState(op.getH(), bi, h, c, values, features);
+          Value endGrad =
+              tiles.chunkState(op.getDh(), bi, h, c, values, features);
+          Value du;
+          if (op.getDwt())
+            du = tiles.loadRows(op.getDu(), bi, h, t0, len);
+          QkGradTiles grads = chunkQkGrad(tiles, queries, keys, written, dy, du,
+                                          start, endGrad);
+          SmallVector<Value> results = {grads.dq, grads.dk};
+          if (grads.dwt)
+            results.push_back(grads.dwt);
           ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, features);
           SmallVector<ParallelStore> stores;
           for (auto [result, out] : llvm::zip_equal(results, outs))

@@ -18,6 +18,44 @@
 using namespace mlir;
 
 namespace fwp {
+
+WyGradTiles chunkWyGrad(ChunkTiles &tiles, Value keys, Value vals, Value gates,
+                        Value du, Value dwt) {
+  int64_t chunk = tiles.chunk;
+  int64_t features = cast<RankedTensorType>(keys.getType()).getDimSize(1);
+  int64_t values = cast<RankedTensorType>(vals.getType()).getDimSize(1);
+  Value gram =
+      tiles.product(ProductForm::NT, keys, keys, tiles.zeros({chunk, chunk}));
+  Value inverse =
+      tiles.substitute(tiles.scaleRows(gates, gram), tiles.identity());
+  Value atdu =
+      tiles.product(ProductForm::TN, inverse, du, tiles.zeros({chunk, values}));
+  Value atdw = tiles.product(ProductForm::TN, inverse, dwt,
+                             tiles.zeros({chunk, features}));
+  Value dv = tiles.scaleRows(gates, atdu);
+  Value dk = tiles.scaleRows(gates, atdw);
+
+  Value da = tiles.product(ProductForm::NT, du, tiles.scaleRows(gates, vals),
+                           tiles.zeros({chunk, chunk}));
+  da = tiles.product(ProductForm::NT, dwt, tiles.scaleRows(gates, keys), da);
+  Value atda =
+      tiles.product(ProductForm::TN, inverse, da, tiles.zeros({chunk, chunk}));
+  // -dM = stril(A^T dA A^T).
+  Value negDm =
+      tiles.lowerTriangle(tiles.product(ProductForm::NT, atda, inverse,
+                                        tiles.zeros({chunk, chunk})),
+                          /*strict=*/true);
+  Value negG = tiles.scaleRows(gates, negDm);
+  dk = tiles.product(ProductForm::NN, negG, keys, dk, /*subtract=*/true);
+  dk = tiles.product(ProductForm::TN, negG, keys, dk, /*subtract=*/true);
+
+  Value db = tiles.rowDots(atdu, vals, tiles.zeros({chunk}));
+  db = tiles.rowDots(atdw, keys, db);
+  db = tiles.rowDots(negDm, gram, db, /*subtract=*/true);
+
+  return {dk, dv, db};
+}
+
 namespace {
 
 struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
@@ -34,7 +72,6 @@ struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
     ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
     int64_t features = kType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getV().getType()).getDimSize(3);
-    int64_t chunk = tiles.chunk;
     Value steps = tiles.stepDim(op.getK(), 0);
     SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
                                  tiles.stepDim(op.getK(), 2),
@@ -53,38 +90,8 @@ struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
           Value gates = load(op.getBeta());
           Value du = load(op.getDu()), dwt = load(op.getDwt());
 
-          Value gram = tiles.product(ProductForm::NT, keys, keys,
-                                     tiles.zeros({chunk, chunk}));
-          Value inverse =
-              tiles.substitute(tiles.scaleRows(gates, gram), tiles.identity());
-          Value atdu = tiles.product(ProductForm::TN, inverse, du,
-                                     tiles.zeros({chunk, values}));
-          Value atdw = tiles.product(ProductForm::TN, inverse, dwt,
-                                     tiles.zeros({chunk, features}));
-          Value dv = tiles.scaleRows(gates, atdu);
-          Value dk = tiles.scaleRows(gates, atdw);
-
-          Value da =
-              tiles.product(ProductForm::NT, du, tiles.scaleRows(gates, vals),
-                            tiles.zeros({chunk, chunk}));
-          da = tiles.product(ProductForm::NT, dwt, tiles.scaleRows(gates, keys),
-                             da);
-          Value atda = tiles.product(ProductForm::TN, inverse, da,
-                                     tiles.zeros({chunk, chunk}));
-          // -dM = stril(A^T dA A^T).
-          Value negDm =
-              tiles.lowerTriangle(tiles.product(ProductForm::NT, atda, inverse,
-                                                tiles.zeros({chunk, chunk})),
-                                  /*strict=*/true);
-          Value negG = tiles.scaleRows(gates, negDm);
-          dk =
-              tiles.product(ProductForm::NN, negG, keys, dk, /*subtract=*/true);
-          dk =
-              tiles.product(ProductForm::TN, negG, keys, dk, /*subtract=*/true);
-
-          Value db = tiles.rowDots(atdu, vals, tiles.zeros({chunk}));
-          db = tiles.rowDots(atdw, keys, db);
-          db = tiles.rowDots(negDm, gram, db, /*subtract=*/true);
+          WyGradTiles grads = chunkWyGrad(tiles, keys, vals, gates, du, dwt);
+          Value dk = grads.dk, dv = grads.dv, db = grads.dbeta;
 
           ChunkTiles::Slice keyRows = tiles.rowsSlice(bi, h, t0, len, features);
           ChunkTiles::Slice valueRows = tiles.rowsSlice(bi, h, t0, len, values);

@@ -3,7 +3,7 @@
 // The pass, and the tiles its lowerings share (ChunkLowering.h). The
 // lowerings themselves: LowerChunkWy.cpp, LowerChunkStates.cpp,
 // LowerChunkOutput.cpp, the backward's LowerChunk*Grad.cpp, and the fused
-// forward, FuseChunkForward.cpp.
+// forward and backward, FuseChunkForward.cpp and FuseChunkBackward.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,13 @@ Value ChunkTiles::zeros(ArrayRef<int64_t> shape) {
   Value empty = tensor::EmptyOp::create(b, shape, element);
   Value zero = arith::ConstantOp::create(b, b.getZeroAttr(element));
   return linalg::FillOp::create(b, zero, empty).getResult(0);
+}
+
+Value ChunkTiles::add(Value lhs, Value rhs) {
+  auto type = cast<RankedTensorType>(lhs.getType());
+  Value sum = tensor::EmptyOp::create(b, type.getShape(), element);
+  return linalg::AddOp::create(b, ValueRange{lhs, rhs}, ValueRange{sum})
+      .getResult(0);
 }
 
 Value ChunkTiles::emptyLike(Value like) {
@@ -110,6 +117,15 @@ Value ChunkTiles::extract(Value source, ArrayRef<int64_t> shape,
   return tensor::ExtractSliceOp::create(
       b, RankedTensorType::get(shape, element), source, slice.offsets,
       slice.sizes, slice.strides);
+}
+
+Value ChunkTiles::chunkState(Value states, Value bi, Value h, Value c,
+                             int64_t rows, int64_t cols) {
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  return extract(
+      states, {rows, cols},
+      region({bi, h, c, zero, zero},
+             {one, one, one, b.getIndexAttr(rows), b.getIndexAttr(cols)}));
 }
 
 ChunkTiles::View ChunkTiles::headRows(Value perStep, Value bi, Value h,
@@ -299,9 +315,12 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
   using FwpLowerChunksBase::FwpLowerChunksBase;
 
   void runOnOperation() override {
-    if (fuseForward) {
+    if (fuseForward || fuseBackward) {
       RewritePatternSet fusion(&getContext());
-      populateFuseChunkForwardPattern(fusion);
+      if (fuseForward)
+        populateFuseChunkForwardPattern(fusion);
+      if (fuseBackward)
+        populateFuseChunkBackwardPattern(fusion);
       walkAndApplyPatterns(getOperation(), std::move(fusion));
     }
     RewritePatternSet patterns(&getContext());

@@ -1,5 +1,6 @@
 // RUN: fwp-opt %s -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-forward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
+// RUN: fwp-opt %s -fwp-lower-chunks=fuse-backward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-BACK
 
 // The WY form: kernel chunk_wy, a forall over (batch, head, chunk); in it
 // K K^T (a matmul reading its right operand transposed), the gates' rows,
@@ -217,4 +218,75 @@ func.func @wy_grad(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
         tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
       -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
   return %db : tensor<40x2x4xf32>
+}
+
+// -----
+
+// The delta rule's per-chunk gradients: a kernel each, or with
+// fuse-backward one kernel over (batch, head, chunk) whose points go
+// through Q and K, then the WY form, and write dQ, the summed dK, dV and
+// dbeta; dWt never leaves it.
+// CHECK-LABEL: func @backward_pair
+// CHECK: {fwp.kernel = "chunk_qk_grad"}
+// CHECK: {fwp.kernel = "chunk_wy_grad"}
+// CHECK: linalg.add
+// FUSED-BACK-LABEL: func @backward_pair
+// FUSED-BACK-NOT: fwp.chunk_
+// FUSED-BACK: %[[KERNEL:.*]]:4 = scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in {{.*}} -> (tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>)
+// FUSED-BACK: linalg.add ins(%{{.*}}, %{{.*}} : tensor<16x32xf32>, tensor<16x32xf32>)
+// FUSED-BACK: scf.forall.in_parallel
+// FUSED-BACK-COUNT-4: tensor.parallel_insert_slice
+// FUSED-BACK: {fwp.kernel = "chunk_qk_wy_grad"}
+// FUSED-BACK-NOT: fwp.kernel
+// FUSED-BACK: return %[[KERNEL]]#0, %[[KERNEL]]#1, %[[KERNEL]]#2, %[[KERNEL]]#3
+func.func @backward_pair(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                         %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>,
+                         %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>,
+                         %dh: tensor<2x4x3x8x32xf32>, %dy: tensor<40x2x4x8xf32>,
+                         %du: tensor<40x2x4x8xf32>)
+    -> (tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<40x2x4xf32>) {
+  %dq, %dk1, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+      dwt(tensor<40x2x4x32xf32>)
+  %dk2, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %du, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+  %empty = tensor.empty() : tensor<40x2x4x32xf32>
+  %dk = linalg.add ins(%dk1, %dk2 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>)
+      outs(%empty : tensor<40x2x4x32xf32>) -> tensor<40x2x4x32xf32>
+  return %dq, %dk, %dv, %db : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+}
+
+// -----
+
+// A dWt that something else reads keeps the two kernels apart.
+// FUSED-BACK-LABEL: func @dwt_read
+// FUSED-BACK: {fwp.kernel = "chunk_qk_grad"}
+// FUSED-BACK: {fwp.kernel = "chunk_wy_grad"}
+func.func @dwt_read(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                    %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>,
+                    %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>,
+                    %dh: tensor<2x4x3x8x32xf32>, %dy: tensor<40x2x4x8xf32>,
+                    %du: tensor<40x2x4x8xf32>)
+    -> (tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>) {
+  %dq, %dk1, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+      dwt(tensor<40x2x4x32xf32>)
+  %dk2, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %du, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+  %empty = tensor.empty() : tensor<40x2x4x32xf32>
+  %dk = linalg.add ins(%dk1, %dk2 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>)
+      outs(%empty : tensor<40x2x4x32xf32>) -> tensor<40x2x4x32xf32>
+  return %dk, %dwt : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
 }

@@ -115,10 +115,18 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     they pass on) become one kernel, `chunk_forward`: a forall over (batch,
     head) that takes each chunk through all three steps in turn, its tiles
     kept in the kernel (the CPU's choice).
+
+    With `fuse-backward`, the delta rule's `fwp.chunk_qk_grad` and
+    `fwp.chunk_wy_grad` (where nothing else reads dWt, and the two key
+    gradients are only summed) become one kernel over (batch, head, chunk),
+    `chunk_qk_wy_grad`: dWt never leaves the kernel, the chunk's keys and
+    dU are read once, and dK is written once.
   }];
   let options = [
     Option<"fuseForward", "fuse-forward", "bool", /*default=*/"false",
            "The forward's stages as one kernel per (batch, head)">,
+    Option<"fuseBackward", "fuse-backward", "bool", /*default=*/"false",
+           "The backward's per-chunk gradients as one kernel">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
