@@ -150,8 +150,10 @@ struct ScanGradToChunks : OpRewritePattern<ScanGradOp> {
           rewriter, loc, featureType, op.getV().getType(),
           op.getBeta().getType(), forward.k, op.getV(), op.getBeta(), du,
           qk.getDwt(), chunk, batchFirst);
+      // Sized like the features, so that the key gradients are read by the
+      // sum alone (fwp-lower-chunks{fuse-backward} relies on it).
       Value sum = tensor::EmptyOp::create(
-          rewriter, loc, tensor::getMixedSizes(rewriter, loc, dk),
+          rewriter, loc, tensor::getMixedSizes(rewriter, loc, forward.k),
           cast<RankedTensorType>(featureType).getElementType());
       dk = linalg::AddOp::create(rewriter, loc, ValueRange{dk, wy.getDk()},
                                  ValueRange{sum})

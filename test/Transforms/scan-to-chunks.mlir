@@ -117,3 +117,28 @@ func.func @sum_gradient(%q: tensor<?x1x2x16xf64>, %k: tensor<?x1x2x16xf64>,
       : tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>, tensor<?x1x2x8xf64>,
         tensor<1x2x8x16xf64>
 }
+
+// -----
+
+// With a dynamic sequence the key gradients' sum is sized from the keys'
+// features, so that the sum alone reads the two key gradients (what
+// fwp-lower-chunks{fuse-backward} requires to fuse them).
+// CHECK-LABEL: func @dynamic_gradient
+// CHECK-SAME: %[[K:[a-z0-9]+]]: tensor<?x2x4x4xf32>
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DWT:.*]] = fwp.chunk_qk_grad
+// CHECK-NOT: tensor.dim %[[DK]]
+// CHECK: linalg.add ins(%[[DK]]
+func.func @dynamic_gradient(%q: tensor<?x2x4x4xf32>, %k: tensor<?x2x4x4xf32>,
+    %v: tensor<?x2x4x8xf32>, %b: tensor<?x2x4xf32>,
+    %dy: tensor<?x2x4x8xf32>)
+    -> (tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>, tensor<?x2x4x8xf32>,
+        tensor<?x2x4xf32>) {
+  %dq, %dk, %dv, %db = fwp.scan_grad delta %q, %k, %v
+      beta(%b : tensor<?x2x4xf32>) dy(%dy : tensor<?x2x4x8xf32>)
+      : tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>, tensor<?x2x4x8xf32>
+      -> tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>, tensor<?x2x4x8xf32>
+         dbeta(tensor<?x2x4xf32>)
+  return %dq, %dk, %dv, %db
+      : tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>, tensor<?x2x4x8xf32>,
+        tensor<?x2x4xf32>
+}
