@@ -1,6 +1,7 @@
 //===- fwp-bench.cpp - Compiled forward against the float64 reference -----===//
 //
-//   fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] [--training] [--csv FILE]
+//   fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] [--training]
+//             [--chunk-stages] [--csv FILE]
 //
 // Times the forward of the whole FastWeightsAttention module compiled by
 // fwp::jit (float32, the default chunk of 64 steps) against the float64
@@ -203,6 +204,15 @@ worstError(const std::vector<std::pair<const std::vector<float> *,
   return worst;
 }
 
+/// The compile options every kernel of this run takes (--chunk-stages).
+fwp::jit::CompileOptions compileOptions;
+
+/// The kernel of `desc`, compiled with this run's options.
+std::shared_ptr<const fwp::jit::CompiledAttention>
+compileKernel(const fwp::jit::KernelDesc &desc) {
+  return fwp::jit::compileUncached(desc, compileOptions);
+}
+
 /// A training step of the reference and of the compiled module, as
 /// runCase's rows: forward, then backward of p.dy.
 void runTrainingCase(const Size &s, fwp::jit::Rule rule,
@@ -221,7 +231,7 @@ void runTrainingCase(const Size &s, fwp::jit::Rule rule,
   for (fwp::jit::Backend backend : backends) {
     Row row{s, rule, backend, /*training=*/true, NAN, reference, {}, NAN, {}};
     try {
-      auto kernel = fwp::jit::compile(describe(s, rule, backend));
+      auto kernel = compileKernel(describe(s, rule, backend));
       std::vector<float> y(expectedY.size()), dx(expected.x.size()),
           dwQ(expected.wQ.size()), dwK(expected.wK.size()),
           dwV(expected.wV.size()), dwBeta(expected.wBeta.size()),
@@ -278,7 +288,7 @@ void runCase(const Size &s, fwp::jit::Rule rule,
   for (fwp::jit::Backend backend : backends) {
     Row row{s, rule, backend, training, NAN, reference, {}, NAN, {}};
     try {
-      auto kernel = fwp::jit::compile(describe(s, rule, backend));
+      auto kernel = compileKernel(describe(s, rule, backend));
       std::vector<float> y(expected.size());
       row.compiled = measure([&] {
         kernel->forward(s.seqLen, s.batch, p.x.f32.data(), p.wQ.f32.data(),
@@ -382,9 +392,12 @@ std::optional<Case> parseShape(const std::string &text) {
 void usage(std::FILE *out) {
   fmt::print(out,
              "usage: fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] "
-             "[--training] [--csv FILE]\n"
+             "[--training] [--chunk-stages] [--csv FILE]\n"
              "  --quick     the two smallest sizes only\n"
              "  --training  time a training step (forward, then backward)\n"
+             "  --chunk-stages  the CPU scan through its chunk operations\n"
+             "              (fwp-scan-to-chunks, fwp-lower-chunks) instead of\n"
+             "              fwp-tile-scan\n"
              "  --shape     one size only: sequence length, batch, "
              "d_model, heads, nu,\n"
              "              rule (delta or sum), e.g. 2048,4,256,4,1,delta\n"
@@ -401,6 +414,8 @@ int main(int argc, char **argv) {
       quick = true;
     } else if (!std::strcmp(argv[i], "--training")) {
       training = true;
+    } else if (!std::strcmp(argv[i], "--chunk-stages")) {
+      compileOptions.cpuChunkStages = true;
     } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
       shape = argv[++i];
     } else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {
