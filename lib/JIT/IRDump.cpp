@@ -3,6 +3,7 @@
 #include "IRDump.h"
 
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Format.h"
 
 #include <filesystem>
@@ -14,7 +15,11 @@ using namespace mlir;
 namespace fwp::jit {
 namespace {
 
-/// Prints the whole module after every pass into its own numbered file.
+/// Prints the whole module after every pass into its own numbered file. A
+/// pass nested on functions runs once per function (interleaved with the
+/// other passes of its nested pipeline), each time printing the module:
+/// those prints overwrite the pass's one file, which ends up holding the
+/// module after the pass's last run.
 class StageFiles : public PassManager::IRPrinterConfig {
 public:
   explicit StageFiles(std::string dir)
@@ -25,15 +30,17 @@ public:
     std::string text;
     llvm::raw_string_ostream os(text);
     print(os);
+    auto [number, added] = stages.try_emplace(pass, stages.size() + 1);
     std::string name;
-    llvm::raw_string_ostream(name)
-        << llvm::format("%02u-", ++stage) << pass->getArgument() << ".mlir";
+    llvm::raw_string_ostream(name) << llvm::format("%02u-", number->second)
+                                   << pass->getArgument() << ".mlir";
     writeDumpFile(dir, name, text);
   }
 
 private:
   std::string dir;
-  unsigned stage = 0;
+  /// Each pass's number, in the order they first ran (00 is the input).
+  llvm::DenseMap<Pass *, unsigned> stages;
 };
 
 } // namespace

@@ -221,6 +221,9 @@ void populateFuseChunkForwardPattern(mlir::RewritePatternSet &patterns);
 /// fwp.chunk_wy_grad, and the sum of their key gradients) as one kernel.
 void populateFuseChunkBackwardPattern(mlir::RewritePatternSet &patterns);
 
+/// Whether every use of `value` is by `user` (the fusions' condition).
+bool onlyUsedBy(mlir::Value value, mlir::Operation *user);
+
 /// Fails with a message on `op` unless `type`'s last dimension is static.
 mlir::LogicalResult requireStaticWidth(mlir::PatternRewriter &rewriter,
                                        mlir::Operation *op, mlir::Value value,

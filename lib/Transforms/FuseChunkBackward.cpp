@@ -25,11 +25,6 @@ using namespace mlir;
 namespace fwp {
 namespace {
 
-bool onlyUsedBy(Value value, Operation *user) {
-  return llvm::all_of(value.getUsers(),
-                      [&](Operation *op) { return op == user; });
-}
-
 /// The backward's per-chunk pair: `qk` feeds dWt to `wy` only, and `sum`
 /// adds their key gradients, which nothing else reads.
 struct BackwardPair {

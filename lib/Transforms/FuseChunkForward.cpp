@@ -24,12 +24,6 @@ using namespace mlir;
 namespace fwp {
 namespace {
 
-/// Whether every use of `value` is by `user`.
-bool onlyUsedBy(Value value, Operation *user) {
-  return llvm::all_of(value.getUsers(),
-                      [&](Operation *op) { return op == user; });
-}
-
 /// The forward's three stages as one chain: `wy` (delta rule only) feeds
 /// `states`, which feeds `output` and nothing else, all with one chunk size
 /// and layout.

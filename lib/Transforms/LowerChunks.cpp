@@ -301,6 +301,11 @@ scf::ForallOp buildForall(
   return forall;
 }
 
+bool onlyUsedBy(Value value, Operation *user) {
+  return llvm::all_of(value.getUsers(),
+                      [&](Operation *op) { return op == user; });
+}
+
 LogicalResult requireStaticWidth(PatternRewriter &rewriter, Operation *op,
                                  Value value, StringRef name) {
   auto type = cast<RankedTensorType>(value.getType());
