@@ -44,14 +44,8 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   using FwpProductsToMmaBase::FwpProductsToMmaBase;
 
   void runOnOperation() override {
-    if (precision == "cuda-cores")
+    if (precision == ProductPrecision::CudaCores)
       return;
-    if (precision != "tf32x3" && precision != "tf32") {
-      getOperation()->emitError("fwp-products-to-mma: precision must be "
-                                "tf32x3, tf32 or cuda-cores, got '")
-          << precision << "'";
-      return signalPassFailure();
-    }
     if (blockSize < kWarpSize || blockSize > 1024 || blockSize % kWarpSize) {
       getOperation()->emitError("fwp-products-to-mma: block-size must be a "
                                 "multiple of 32 in [32, 1024], got ")
@@ -146,7 +140,7 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
     SmallVector<nvgpu::MmaSyncOp> mmas;
     kernel.walk([&](nvgpu::MmaSyncOp op) { mmas.push_back(op); });
     for (nvgpu::MmaSyncOp mma : mmas)
-      splitIntoTf32(mma, precision == "tf32x3");
+      splitIntoTf32(mma, precision == ProductPrecision::Tf32x3);
     return success();
   }
 };

@@ -83,10 +83,10 @@ constexpr int64_t kHostScratchSlots = 8;
 /// fill its grid, the state kept on chip across the chunks in local tiles
 /// in `stateMemory` (shared memory; the stack when the host runs them),
 /// and the backward's per-chunk scratch in `scratchSlots` slots.
-FwpTileScanOptions gpuTileScan(int64_t chunkSize, std::string stateMemory,
+FwpTileScanOptions gpuTileScan(int64_t chunkSize, StateMemory stateMemory,
                                int64_t scratchSlots) {
-  return {chunkSize,      kGpuValueBlock,         /*causalBlock=*/0,
-          /*fuse=*/false, std::move(stateMemory), scratchSlots};
+  return {chunkSize,      kGpuValueBlock, /*causalBlock=*/0,
+          /*fuse=*/false, stateMemory,    scratchSlots};
 }
 } // namespace
 
@@ -131,11 +131,11 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // state tiles on each instance's stack.
   buildFwpToLoopsPipeline(
       pm,
-      options.gpuTiling
-          ? gpuTileScan(options.chunkSize, "stack", kHostScratchSlots)
-          : FwpTileScanOptions{options.chunkSize, kCpuValueBlock,
-                               kCpuCausalBlock,
-                               /*fuse=*/true},
+      options.gpuTiling ? gpuTileScan(options.chunkSize, StateMemory::Stack,
+                                      kHostScratchSlots)
+                        : FwpTileScanOptions{options.chunkSize, kCpuValueBlock,
+                                             kCpuCausalBlock,
+                                             /*fuse=*/true},
       options.chunkStages);
   // The host frees its workspace. (The PTX pipeline leaves the host side to
   // the runtime, and canonicalising the kernels before they are mapped to
@@ -182,7 +182,8 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
   buildFwpToLoopsPipeline(
-      pm, gpuTileScan(options.chunkSize, "workgroup", kGpuScratchSlots));
+      pm,
+      gpuTileScan(options.chunkSize, StateMemory::Workgroup, kGpuScratchSlots));
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's

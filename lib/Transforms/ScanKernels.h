@@ -39,12 +39,12 @@ namespace fwp {
 /// cores' 16 rows.
 constexpr int64_t kInverseBlock = 16;
 
-/// Where the unfused state kernels (scan_state, scan_state_grad) keep their
-/// block of the state, or of its gradient, across the chunks: rows of a
-/// [B, H, d_v, D] buffer in the workspace (global memory), or kernel-local
-/// tiles, in the GPU's workgroup (shared) memory or on the CPU instance's
-/// stack (the GPU's form checked on the host).
-enum class StateMemory { Workspace, Workgroup, Stack };
+// StateMemory (fwp/Dialect/FwpEnums.h): where the unfused state kernels
+// (scan_state, scan_state_grad) keep their block of the state, or of its
+// gradient, across the chunks: rows of a [B, H, d_v, D] buffer in the
+// workspace (global memory), or kernel-local tiles, in the GPU's workgroup
+// (shared) memory or on the CPU instance's stack (the GPU's form checked on
+// the host).
 
 /// The most bytes of kernel-local state tiles an instance takes: 48 KiB of
 /// static shared memory a GPU block has, less 14 KiB for staging the

@@ -14,8 +14,6 @@
 
 #include "fwp/Transforms/Passes.h"
 
-#include "llvm/ADT/StringSwitch.h"
-
 namespace fwp {
 #define GEN_PASS_DEF_FWPTILESCAN
 #include "fwp/Transforms/Passes.h.inc"
@@ -399,20 +397,8 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
         below("causal-block", causalBlock, 0) ||
         below("scratch-slots", scratchSlots, 0))
       return signalPassFailure();
-    std::optional<StateMemory> memory =
-        llvm::StringSwitch<std::optional<StateMemory>>(stateMemory)
-            .Case("workspace", StateMemory::Workspace)
-            .Case("workgroup", StateMemory::Workgroup)
-            .Case("stack", StateMemory::Stack)
-            .Default(std::nullopt);
-    if (!memory) {
-      getOperation()->emitError("fwp-tile-scan: state-memory must be "
-                                "workspace, workgroup or stack, got '")
-          << stateMemory << "'";
-      return signalPassFailure();
-    }
-    TileOptions options{chunkSize, valueBlock, causalBlock,
-                        fuse,      *memory,    scratchSlots};
+    TileOptions options{chunkSize, valueBlock,  causalBlock,
+                        fuse,      stateMemory, scratchSlots};
     SmallVector<Operation *> scans;
     getOperation()->walk([&](Operation *op) {
       if (isa<ScanOp, ScanGradOp>(op))

@@ -4,7 +4,7 @@
 // RUN: not fwp-opt %s -split-input-file -fwp-products-to-mma=precision=f16 2>&1 | FileCheck %s --check-prefix=BADPREC
 // RUN: not fwp-opt %s -split-input-file -fwp-products-to-mma=block-size=48 2>&1 | FileCheck %s --check-prefix=BADBLOCK
 
-// BADPREC: error: fwp-products-to-mma: precision must be tf32x3, tf32 or cuda-cores, got 'f16'
+// BADPREC: for the --precision option: Cannot find option named 'f16'!
 // BADBLOCK: error: fwp-products-to-mma: block-size must be a multiple of 32 in [32, 1024], got 48
 
 // A 64 x 64 x 128 product: 8 warp tiles of 16 x 32, two per warp (4 warps)

@@ -3,6 +3,9 @@
 // RUN: fwp-opt %fwp_src_root/examples/attention.mlir -fwp-to-ptx | FileCheck %s
 // RUN: fwp-opt %fwp_src_root/examples/scan.mlir '-fwp-to-ptx=chip=sm_80 block-size=256' \
 // RUN:   | FileCheck %s --check-prefix=SM80
+// RUN: not fwp-opt %fwp_src_root/examples/scan.mlir '-fwp-to-ptx=f32-products=f16' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADPRODUCTS
+// BADPRODUCTS: for the --f32-products option: Cannot find option named 'f16'!
 
 // CHECK: gpu.binary @{{.*}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">
 // CHECK-SAME: .target sm_90

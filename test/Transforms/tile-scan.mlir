@@ -11,7 +11,7 @@
 // CAUSAL-NEG: error: fwp-tile-scan: causal-block must be at least 0, got -1
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 state-memory=workgroup" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=LOCAL
 // RUN: not fwp-opt %s -fwp-tile-scan=state-memory=registers -split-input-file 2>&1 | FileCheck %s --check-prefix=BADMEM
-// BADMEM: error: fwp-tile-scan: state-memory must be workspace, workgroup or stack, got 'registers'
+// BADMEM: for the --state-memory option: Cannot find option named 'registers'!
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 value-block=4" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 scratch-slots=2" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SLOTS
 // RUN: not fwp-opt %s -fwp-tile-scan=scratch-slots=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=SLOTS-NEG

@@ -77,8 +77,9 @@ def FwpProductsToMma : Pass<"fwp-products-to-mma", "::mlir::ModuleOp"> {
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
            "threads per block (a multiple of 32)">,
-    Option<"precision", "precision", "std::string", /*default=*/"\"tf32x3\"",
-           "tf32x3, tf32 or cuda-cores">
+    Option<"precision", "precision", "::fwp::ProductPrecision",
+           /*default=*/"::fwp::ProductPrecision::Tf32x3",
+           "how f32 products run", [{::fwp::productPrecisionValues()}]>
   ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",

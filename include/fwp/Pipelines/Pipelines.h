@@ -10,6 +10,7 @@
 #ifndef FWP_PIPELINES_PIPELINES_H
 #define FWP_PIPELINES_PIPELINES_H
 
+#include "fwp/Conversion/Passes.h"
 #include "fwp/RegisterTile.h"
 #include "fwp/Transforms/Passes.h"
 
@@ -70,13 +71,10 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads per block of the scan"),
                             llvm::cl::init(128)};
-  Option<std::string> f32Products{
+  Option<ProductPrecision> f32Products{
       *this, "f32-products",
-      llvm::cl::desc("how the kernels' f32 tile products run: tf32x3 "
-                     "(tensor cores, each operand split into two tf32 "
-                     "parts, three MMAs: about f32's accuracy), tf32 (one "
-                     "MMA of operands rounded to tf32) or cuda-cores"),
-      llvm::cl::init("tf32x3")};
+      llvm::cl::desc("how the kernels' f32 tile products run"),
+      productPrecisionValues(), llvm::cl::init(ProductPrecision::Tf32x3)};
   Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("bits of device index arithmetic and of memref "

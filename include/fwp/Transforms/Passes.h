@@ -16,6 +16,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include "fwp/ChunkSize.h"
+#include "fwp/Dialect/FwpEnums.h"
 
 namespace fwp {
 

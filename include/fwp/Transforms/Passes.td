@@ -189,19 +189,25 @@ def FwpTileScan : Pass<"fwp-tile-scan", "::mlir::func::FuncOp"> {
            "a workspace of one chunk per (batch, head) that stays in "
            "cache; the only per-chunk buffer left is the chunk start "
            "states of a gradient">,
-    Option<"stateMemory", "state-memory", "std::string",
-           /*default=*/"\"workspace\"",
+    Option<"stateMemory", "state-memory", "::fwp::StateMemory",
+           /*default=*/"::fwp::StateMemory::Workspace",
            "where scan_state keeps its block of the state across the chunks "
-           "(and scan_state_grad its block of the state gradient): "
-           "workspace (rows of a global buffer, laid out transposed for "
-           "the products each chunk), workgroup (kernel-local tiles in the "
-           "GPU's shared memory, which the products read transposed in "
-           "place: the GPU pipeline's choice) or stack (the same tiles on "
-           "the CPU instance's stack: the GPU's form checked on the host); "
-           "local tiles are taken only up to 34 KiB per instance, and fused "
+           "(and scan_state_grad its block of the state gradient); local "
+           "tiles are taken only up to 34 KiB per instance, and fused "
            "kernels keep the workspace; with workgroup or stack, DPFP's x = "
            "relu([k, -k]) is a local tile of scan_prepare and "
-           "scan_input_grad too, within the same 34 KiB">,
+           "scan_input_grad too, within the same 34 KiB",
+           [{::llvm::cl::values(
+             clEnumValN(::fwp::StateMemory::Workspace, "workspace",
+                        "rows of a global buffer, laid out transposed for "
+                        "the products each chunk"),
+             clEnumValN(::fwp::StateMemory::Workgroup, "workgroup",
+                        "kernel-local tiles in the GPU's shared memory, "
+                        "which the products read transposed in place: the "
+                        "GPU pipeline's choice"),
+             clEnumValN(::fwp::StateMemory::Stack, "stack",
+                        "the same tiles on the CPU instance's stack: the "
+                        "GPU's form checked on the host"))}]>,
     Option<"scratchSlots", "scratch-slots", "int64_t", /*default=*/"0",
            "unfused gradients: instances of scan_chunk_grad and "
            "scan_input_grad, each going over its share of the (batch, head, "

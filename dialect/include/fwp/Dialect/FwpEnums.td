@@ -15,4 +15,33 @@ def Fwp_RuleAttr : I32EnumAttr<"Rule",
   let cppNamespace = "::fwp";
 }
 
+// The lowerings' choices that pass options name (fwp-products-to-mma's
+// precision and fwp-to-ptx's f32-products; fwp-tile-scan's state-memory):
+// enums of C++ only, no attributes.
+
+def Fwp_ProductPrecisionTf32x3 : I32EnumAttrCase<"Tf32x3", 0, "tf32x3">;
+def Fwp_ProductPrecisionTf32 : I32EnumAttrCase<"Tf32", 1, "tf32">;
+def Fwp_ProductPrecisionCudaCores : I32EnumAttrCase<"CudaCores", 2, "cuda-cores">;
+
+def Fwp_ProductPrecision : I32EnumAttr<"ProductPrecision",
+    "how the GPU kernels' f32 tile products run",
+    [Fwp_ProductPrecisionTf32x3, Fwp_ProductPrecisionTf32,
+     Fwp_ProductPrecisionCudaCores]> {
+  let cppNamespace = "::fwp";
+  let genSpecializedAttr = 0;
+}
+
+def Fwp_StateMemoryWorkspace : I32EnumAttrCase<"Workspace", 0, "workspace">;
+def Fwp_StateMemoryWorkgroup : I32EnumAttrCase<"Workgroup", 1, "workgroup">;
+def Fwp_StateMemoryStack : I32EnumAttrCase<"Stack", 2, "stack">;
+
+def Fwp_StateMemory : I32EnumAttr<"StateMemory",
+    "where fwp-tile-scan's unfused state kernels keep their block of the "
+    "state across the chunks",
+    [Fwp_StateMemoryWorkspace, Fwp_StateMemoryWorkgroup,
+     Fwp_StateMemoryStack]> {
+  let cppNamespace = "::fwp";
+  let genSpecializedAttr = 0;
+}
+
 #endif // FWP_DIALECT_FWPENUMS_TD

@@ -9,7 +9,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "fwp/Dialect/FwpEnums.h.inc"
+#include "fwp/Dialect/FwpEnums.h"
 
 #define GET_OP_CLASSES
 #include "fwp/Dialect/FwpOps.h.inc"
