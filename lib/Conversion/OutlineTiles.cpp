@@ -56,7 +56,10 @@ public:
   void outline(linalg::LinalgOp op);
 
 private:
-  func::FuncOp build(Operation *op, ArrayRef<Value> arguments);
+  /// A function of `arguments` that computes `op`, with `constants` (used
+  /// by its body from above) cloned into it.
+  func::FuncOp build(Operation *op, ArrayRef<Value> arguments,
+                     ArrayRef<Value> constants);
   /// The text of `fn`, before it is named: equal for equal tiles.
   static std::string bodyText(func::FuncOp fn);
 
@@ -65,7 +68,8 @@ private:
   llvm::StringMap<func::FuncOp> byBody;
 };
 
-func::FuncOp TileFunctions::build(Operation *op, ArrayRef<Value> arguments) {
+func::FuncOp TileFunctions::build(Operation *op, ArrayRef<Value> arguments,
+                                  ArrayRef<Value> constants) {
   auto b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = op->getLoc();
   auto fn = func::FuncOp::create(
@@ -74,13 +78,8 @@ func::FuncOp TileFunctions::build(Operation *op, ArrayRef<Value> arguments) {
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
   mapping.map(arguments, entry->getArguments());
-  // Constants used from above are cloned, so that they do not tell tiles
-  // apart that differ only in where their constants were defined.
-  SetVector<Value> above;
-  getUsedValuesDefinedAbove(op->getRegions(), above);
-  for (Value value : above)
-    if (!mapping.contains(value))
-      mapping.map(value, b.clone(*value.getDefiningOp())->getResult(0));
+  for (Value constant : constants)
+    mapping.map(constant, b.clone(*constant.getDefiningOp())->getResult(0));
   b.clone(*op, mapping);
   func::ReturnOp::create(b, loc);
   return fn;
@@ -94,16 +93,19 @@ std::string TileFunctions::bodyText(func::FuncOp fn) {
 }
 
 void TileFunctions::outline(linalg::LinalgOp op) {
-  SmallVector<Value> arguments(op->getOperands());
+  // Constants used from above are cloned, so that they do not tell tiles
+  // apart that differ only in where their constants were defined; other
+  // values from above are arguments.
+  SmallVector<Value> arguments(op->getOperands()), constants;
   SetVector<Value> above;
   getUsedValuesDefinedAbove(op->getRegions(), above);
   for (Value value : above) {
     Operation *producer = value.getDefiningOp();
-    if (!producer || !producer->hasTrait<OpTrait::ConstantLike>())
-      arguments.push_back(value);
+    bool constant = producer && producer->hasTrait<OpTrait::ConstantLike>();
+    (constant ? constants : arguments).push_back(value);
   }
 
-  func::FuncOp fn = build(op, arguments);
+  func::FuncOp fn = build(op, arguments, constants);
   auto [known, inserted] = byBody.try_emplace(bodyText(fn), fn);
   if (inserted) {
     // Named after the first kernel that has it.
