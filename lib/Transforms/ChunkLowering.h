@@ -48,6 +48,10 @@ public:
   mlir::Value stepDim(mlir::Value perStep, int64_t dim);
   /// Chunks of a sequence of `steps` steps: ceil(steps / chunk).
   mlir::Value numChunks(mlir::Value steps);
+  /// The grid of a kernel with an instance per chunk: (batch, head, chunk)
+  /// of the per-step tensor `perStep`, whose sequence has `steps` steps.
+  llvm::SmallVector<mlir::Value> chunkGrid(mlir::Value perStep,
+                                           mlir::Value steps);
   /// The first step and the length of chunk `c` of `steps` steps.
   std::pair<mlir::Value, mlir::Value> span(mlir::Value c, mlir::Value steps);
 

@@ -73,9 +73,7 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
     int64_t features = qType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(wy.getV().getType()).getDimSize(3);
     Value steps = tiles.stepDim(qk.getQ(), 0);
-    SmallVector<Value> bounds = {tiles.stepDim(qk.getQ(), 1),
-                                 tiles.stepDim(qk.getQ(), 2),
-                                 tiles.numChunks(steps)};
+    SmallVector<Value> bounds = tiles.chunkGrid(qk.getQ(), steps);
     Value outputs[] = {tiles.emptyLike(qk.getQ()), tiles.emptyLike(qk.getK()),
                        tiles.emptyLike(wy.getV()),
                        tiles.emptyLike(wy.getBeta())};

@@ -46,9 +46,7 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
         cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getU().getType()).getDimSize(3);
     Value steps = tiles.stepDim(op.getQ(), 0);
-    SmallVector<Value> bounds = {tiles.stepDim(op.getQ(), 1),
-                                 tiles.stepDim(op.getQ(), 2),
-                                 tiles.numChunks(steps)};
+    SmallVector<Value> bounds = tiles.chunkGrid(op.getQ(), steps);
     Value outputs[] = {tiles.emptyLike(op.getU())};
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     auto forall = buildForall(

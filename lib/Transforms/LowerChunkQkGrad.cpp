@@ -54,9 +54,7 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
     int64_t features = qType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getU().getType()).getDimSize(3);
     Value steps = tiles.stepDim(op.getQ(), 0);
-    SmallVector<Value> bounds = {tiles.stepDim(op.getQ(), 1),
-                                 tiles.stepDim(op.getQ(), 2),
-                                 tiles.numChunks(steps)};
+    SmallVector<Value> bounds = tiles.chunkGrid(op.getQ(), steps);
     SmallVector<Value> outputs = {tiles.emptyLike(op.getQ()),
                                   tiles.emptyLike(op.getK())};
     if (op.getDwt())

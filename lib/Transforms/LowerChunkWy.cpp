@@ -41,9 +41,7 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
     Type element = op.getK().getType().getElementType();
     ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
     Value steps = tiles.stepDim(op.getK(), 0);
-    SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
-                                 tiles.stepDim(op.getK(), 2),
-                                 tiles.numChunks(steps)};
+    SmallVector<Value> bounds = tiles.chunkGrid(op.getK(), steps);
     Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV())};
     int64_t features = op.getK().getType().getDimSize(3);
     int64_t values = op.getV().getType().getDimSize(3);

@@ -73,9 +73,7 @@ struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
     int64_t features = kType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getV().getType()).getDimSize(3);
     Value steps = tiles.stepDim(op.getK(), 0);
-    SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
-                                 tiles.stepDim(op.getK(), 2),
-                                 tiles.numChunks(steps)};
+    SmallVector<Value> bounds = tiles.chunkGrid(op.getK(), steps);
     Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV()),
                        tiles.emptyLike(op.getBeta())};
     auto forall = buildForall(

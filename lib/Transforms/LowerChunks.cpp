@@ -38,6 +38,10 @@ Value ChunkTiles::numChunks(Value steps) {
   return arith::CeilDivUIOp::create(b, steps, index(chunk));
 }
 
+SmallVector<Value> ChunkTiles::chunkGrid(Value perStep, Value steps) {
+  return {stepDim(perStep, 1), stepDim(perStep, 2), numChunks(steps)};
+}
+
 std::pair<Value, Value> ChunkTiles::span(Value c, Value steps) {
   Value t0 = arith::MulIOp::create(b, c, index(chunk));
   Value rest = arith::SubIOp::create(b, steps, t0);
