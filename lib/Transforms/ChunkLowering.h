@@ -160,6 +160,12 @@ struct ParallelStore {
   ChunkTiles::Slice slice;
 };
 
+/// The first `len` rows of a chunk's `tile` written to rows [t0, t0 + len)
+/// of (bi, h) in the per-step shared out `out` of width `width`.
+ParallelStore storeRows(ChunkTiles &tiles, mlir::Value tile, mlir::Value out,
+                        mlir::Value bi, mlir::Value h, mlir::Value t0,
+                        mlir::Value len, int64_t width);
+
 /// Kernel `kernel`: an scf.forall over [0, bounds) tagged `fwp.kernel`, with
 /// `outputs` as shared_outs: `body` builds one point's work (given its
 /// indices and the shared outs' block arguments) and says what it writes,

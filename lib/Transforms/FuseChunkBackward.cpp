@@ -1,5 +1,4 @@
-//===- FuseChunkBackward.cpp - The backward's per-chunk grads as one kernel
-//===//
+//===- FuseChunkBackward.cpp - The backward's gradients as one kernel -----===//
 //
 // fwp.chunk_qk_grad -> fwp.chunk_wy_grad (delta rule), where dWt goes to
 // the WY gradient only and the two key gradients are summed and nothing
@@ -95,18 +94,13 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
                           qkGrads.dwt);
           Value dk = tiles.add(qkGrads.dk, wyGrads.dk);
 
-          SmallVector<ParallelStore> stores;
           auto store = [&](Value tile, Value out, int64_t width) {
-            ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, width);
-            stores.push_back(
-                {tiles.copyTo(tiles.firstRows(tile, len), out, rows), out,
-                 rows});
+            return storeRows(tiles, tile, out, bi, h, t0, len, width);
           };
-          store(qkGrads.dq, outs[0], features);
-          store(dk, outs[1], features);
-          store(wyGrads.dv, outs[2], values);
-          store(wyGrads.dbeta, outs[3], 0);
-          return stores;
+          return SmallVector<ParallelStore>{
+              store(qkGrads.dq, outs[0], features),
+              store(dk, outs[1], features), store(wyGrads.dv, outs[2], values),
+              store(wyGrads.dbeta, outs[3], 0)};
         });
     rewriter.replaceAllUsesWith(qk.getDq(), forall.getResult(0));
     rewriter.replaceAllUsesWith(pair->sum.getResult(0), forall.getResult(1));

@@ -48,7 +48,6 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
     Value steps = tiles.stepDim(op.getQ(), 0);
     SmallVector<Value> bounds = tiles.chunkGrid(op.getQ(), steps);
     Value outputs[] = {tiles.emptyLike(op.getU())};
-    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
     auto forall = buildForall(
         b, "chunk_output", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
@@ -57,17 +56,10 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
           Value queries = tiles.loadRows(op.getQ(), bi, h, t0, len);
           Value keys = tiles.loadRows(op.getK(), bi, h, t0, len);
           Value written = tiles.loadRows(op.getU(), bi, h, t0, len);
-          Value start = tensor::ExtractSliceOp::create(
-              b, RankedTensorType::get({values, features}, element), op.getH(),
-              ArrayRef<OpFoldResult>{bi, h, c, zero, zero},
-              ArrayRef<OpFoldResult>{one, one, one, b.getIndexAttr(values),
-                                     b.getIndexAttr(features)},
-              SmallVector<OpFoldResult>(5, one));
+          Value start = tiles.chunkState(op.getH(), bi, h, c, values, features);
           Value y = chunkOutput(tiles, queries, keys, written, start);
-          ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, values);
           return SmallVector<ParallelStore>{
-              {tiles.copyTo(tiles.firstRows(y, len), outs[0], rows), outs[0],
-               rows}};
+              storeRows(tiles, y, outs[0], bi, h, t0, len, values)};
         });
     rewriter.replaceOp(op, forall.getResults());
     return success();

@@ -79,12 +79,10 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
           SmallVector<Value> results = {grads.dq, grads.dk};
           if (grads.dwt)
             results.push_back(grads.dwt);
-          ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, features);
           SmallVector<ParallelStore> stores;
           for (auto [result, out] : llvm::zip_equal(results, outs))
             stores.push_back(
-                {tiles.copyTo(tiles.firstRows(result, len), out, rows), out,
-                 rows});
+                storeRows(tiles, result, out, bi, h, t0, len, features));
           return stores;
         });
     rewriter.replaceOp(op, forall.getResults());

@@ -53,15 +53,11 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
           Value gates =
               tiles.loadRows(op.getBeta(), point[0], point[1], t0, len);
           auto [wt, ut] = chunkWy(tiles, keys, vals, gates);
-          ChunkTiles::Slice wtRows =
-              tiles.rowsSlice(point[0], point[1], t0, len, features);
-          ChunkTiles::Slice utRows =
-              tiles.rowsSlice(point[0], point[1], t0, len, values);
           return SmallVector<ParallelStore>{
-              {tiles.copyTo(tiles.firstRows(wt, len), outs[0], wtRows), outs[0],
-               wtRows},
-              {tiles.copyTo(tiles.firstRows(ut, len), outs[1], utRows), outs[1],
-               utRows}};
+              storeRows(tiles, wt, outs[0], point[0], point[1], t0, len,
+                        features),
+              storeRows(tiles, ut, outs[1], point[0], point[1], t0, len,
+                        values)};
         });
     rewriter.replaceOp(op, forall.getResults());
     return success();

@@ -91,16 +91,12 @@ struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
           WyGradTiles grads = chunkWyGrad(tiles, keys, vals, gates, du, dwt);
           Value dk = grads.dk, dv = grads.dv, db = grads.dbeta;
 
-          ChunkTiles::Slice keyRows = tiles.rowsSlice(bi, h, t0, len, features);
-          ChunkTiles::Slice valueRows = tiles.rowsSlice(bi, h, t0, len, values);
-          ChunkTiles::Slice gateRows = tiles.rowsSlice(bi, h, t0, len, 0);
-          return SmallVector<ParallelStore>{
-              {tiles.copyTo(tiles.firstRows(dk, len), outs[0], keyRows),
-               outs[0], keyRows},
-              {tiles.copyTo(tiles.firstRows(dv, len), outs[1], valueRows),
-               outs[1], valueRows},
-              {tiles.copyTo(tiles.firstRows(db, len), outs[2], gateRows),
-               outs[2], gateRows}};
+          auto store = [&](Value tile, Value out, int64_t width) {
+            return storeRows(tiles, tile, out, bi, h, t0, len, width);
+          };
+          return SmallVector<ParallelStore>{store(dk, outs[0], features),
+                                            store(dv, outs[1], values),
+                                            store(db, outs[2], 0)};
         });
     rewriter.replaceOp(op, forall.getResults());
     return success();

@@ -286,6 +286,12 @@ Value ChunkTiles::rowDots(Value lhs, Value rhs, Value acc, bool subtract) {
   return generic.getResult(0);
 }
 
+ParallelStore storeRows(ChunkTiles &tiles, Value tile, Value out, Value bi,
+                        Value h, Value t0, Value len, int64_t width) {
+  ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, width);
+  return {tiles.copyTo(tiles.firstRows(tile, len), out, rows), out, rows};
+}
+
 scf::ForallOp buildForall(
     ImplicitLocOpBuilder &b, StringRef kernel, ArrayRef<Value> bounds,
     ValueRange outputs,
