@@ -117,6 +117,8 @@ public:
   mlir::Value place(mlir::Value source, mlir::Value dest, const Slice &slice);
   /// `source` copied into a new tensor (linalg.copy).
   mlir::Value copy(mlir::Value source);
+  /// The transpose of a 2-d tile (linalg.transpose).
+  mlir::Value transpose(mlir::Value tile);
   /// The region `slice` of `dest` overwritten by `source`, as a tensor of
   /// the region's type: what a parallel_insert_slice then puts in place.
   mlir::Value copyTo(mlir::Value source, mlir::Value dest, const Slice &slice);
@@ -180,25 +182,48 @@ buildForall(mlir::ImplicitLocOpBuilder &b, llvm::StringRef kernel,
 /// One chunk's steps of the forward (docs/delta-rule-math.md, section 4), on
 /// `chunk`-row tiles whose rows past the sequence's end are zero. The
 /// lowerings of fwp.chunk_wy, fwp.chunk_states and fwp.chunk_output run each
-/// in a kernel of its own; the fused forward runs all three in one.
+/// in a kernel of its own; the fused forward runs all three in one, and
+/// holds its tiles as the CPU's vector units read them best: K also
+/// transposed, S transposed. (A product's operands are read along rows where
+/// the product is A B; A B^T reads B down its columns.)
+
+/// A chunk's keys K [C, D] and, where a kernel makes it, K^T [D, C]: with
+/// it K K^T, Q K^T and S^T + K^T U are products A B.
+struct KeyTile {
+  KeyTile(mlir::Value rows, mlir::Value transposed = {})
+      : rows(rows), transposed(transposed) {}
+  mlir::Value rows;
+  mlir::Value transposed;
+};
+/// A state S [d_v, D] as a kernel holds it: as is, or as S^T [D, d_v], with
+/// which Wt S^T and Q S^T are products A B.
+struct StateTile {
+  StateTile(mlir::Value tile, bool transposed = false)
+      : tile(tile), transposed(transposed) {}
+  mlir::Value tile;
+  bool transposed;
+};
+
+/// lhs K^T on and below the diagonal (zero above it), by row blocks.
+mlir::Value lowerScores(ChunkTiles &tiles, mlir::Value lhs, KeyTile keys);
+
 struct WyTiles {
   mlir::Value wt, ut;
 };
 /// Wt = A diag(b) K, Ut = A diag(b) V with A = (I + stril(diag(b) K K^T))^-1,
 /// by forward substitution.
-WyTiles chunkWy(ChunkTiles &tiles, mlir::Value keys, mlir::Value values,
+WyTiles chunkWy(ChunkTiles &tiles, KeyTile keys, mlir::Value values,
                 mlir::Value gates);
 /// The values the chunk writes, U = Ut - Wt S^T (delta: `wt` set) or V
 /// (sum), given the state S at the chunk's start.
 mlir::Value chunkWrites(ChunkTiles &tiles, mlir::Value values, mlir::Value wt,
-                        mlir::Value state);
-/// The state after the chunk: S + U^T K.
-mlir::Value chunkNextState(ChunkTiles &tiles, mlir::Value writes,
-                           mlir::Value keys, mlir::Value state);
+                        StateTile state);
+/// The state after the chunk, S + U^T K, held as `state` is.
+mlir::Value chunkNextState(ChunkTiles &tiles, mlir::Value writes, KeyTile keys,
+                           StateTile state);
 /// The chunk's outputs: Y = Q S^T + tril(Q K^T) U.
-mlir::Value chunkOutput(ChunkTiles &tiles, mlir::Value queries,
-                        mlir::Value keys, mlir::Value writes,
-                        mlir::Value state);
+mlir::Value chunkOutput(ChunkTiles &tiles, mlir::Value queries, KeyTile keys,
+                        mlir::Value writes, StateTile state);
 
 /// One chunk's steps of the backward (docs/delta-rule-math.md, section 5),
 /// given the state S at its start and the gradient dS of its end state.

@@ -89,6 +89,15 @@ Value ChunkTiles::block(Value tile, ArrayRef<int64_t> offsets,
   return extract(tile, sizes, region(at, extent));
 }
 
+Value lowerScores(ChunkTiles &tiles, Value lhs, KeyTile keys) {
+  Value zeros = tiles.zeros({tiles.chunk, tiles.chunk});
+  if (keys.transposed)
+    return tiles.lowerProduct(ProductForm::NN, Triangular::Result, lhs,
+                              keys.transposed, zeros);
+  return tiles.lowerProduct(ProductForm::NT, Triangular::Result, lhs, keys.rows,
+                            zeros);
+}
+
 Value ChunkTiles::lowerProduct(ProductForm form, Triangular which, Value lhs,
                                Value rhs, Value acc) {
   if (!hasTriangleBlocks(*this))

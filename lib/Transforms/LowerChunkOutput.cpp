@@ -17,14 +17,13 @@ using namespace mlir;
 
 namespace fwp {
 
-Value chunkOutput(ChunkTiles &tiles, Value queries, Value keys, Value writes,
-                  Value state) {
+Value chunkOutput(ChunkTiles &tiles, Value queries, KeyTile keys, Value writes,
+                  StateTile state) {
   int64_t values = cast<RankedTensorType>(writes.getType()).getDimSize(1);
-  Value scores = tiles.lowerTriangle(
-      tiles.lowerProduct(ProductForm::NT, Triangular::Result, queries, keys,
-                         tiles.zeros({tiles.chunk, tiles.chunk})));
-  Value y = tiles.product(ProductForm::NT, queries, state,
-                          tiles.zeros({tiles.chunk, values}));
+  Value scores = tiles.lowerTriangle(lowerScores(tiles, queries, keys));
+  Value y =
+      tiles.product(state.transposed ? ProductForm::NN : ProductForm::NT,
+                    queries, state.tile, tiles.zeros({tiles.chunk, values}));
   return tiles.lowerProduct(ProductForm::NN, Triangular::Lhs, scores, writes,
                             y);
 }

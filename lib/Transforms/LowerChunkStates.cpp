@@ -16,14 +16,20 @@ using namespace mlir;
 
 namespace fwp {
 
-Value chunkWrites(ChunkTiles &tiles, Value values, Value wt, Value state) {
+Value chunkWrites(ChunkTiles &tiles, Value values, Value wt, StateTile state) {
   if (!wt)
     return values;
-  return tiles.product(ProductForm::NT, wt, state, values, /*subtract=*/true);
+  return tiles.product(state.transposed ? ProductForm::NN : ProductForm::NT, wt,
+                       state.tile, values, /*subtract=*/true);
 }
 
-Value chunkNextState(ChunkTiles &tiles, Value writes, Value keys, Value state) {
-  return tiles.product(ProductForm::TN, writes, keys, state);
+Value chunkNextState(ChunkTiles &tiles, Value writes, KeyTile keys,
+                     StateTile state) {
+  if (!state.transposed)
+    return tiles.product(ProductForm::TN, writes, keys.rows, state.tile);
+  if (keys.transposed)
+    return tiles.product(ProductForm::NN, keys.transposed, writes, state.tile);
+  return tiles.product(ProductForm::TN, keys.rows, writes, state.tile);
 }
 
 namespace {

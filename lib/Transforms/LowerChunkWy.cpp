@@ -17,13 +17,10 @@ using namespace mlir;
 
 namespace fwp {
 
-WyTiles chunkWy(ChunkTiles &tiles, Value keys, Value values, Value gates) {
+WyTiles chunkWy(ChunkTiles &tiles, KeyTile keys, Value values, Value gates) {
   // Only M's part below the diagonal is read.
-  Value gram =
-      tiles.lowerProduct(ProductForm::NT, Triangular::Result, keys, keys,
-                         tiles.zeros({tiles.chunk, tiles.chunk}));
-  Value m = tiles.scaleRows(gates, gram);
-  return {tiles.substitute(m, tiles.scaleRows(gates, keys)),
+  Value m = tiles.scaleRows(gates, lowerScores(tiles, keys.rows, keys));
+  return {tiles.substitute(m, tiles.scaleRows(gates, keys.rows)),
           tiles.substitute(m, tiles.scaleRows(gates, values))};
 }
 

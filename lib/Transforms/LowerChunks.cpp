@@ -166,6 +166,14 @@ Value ChunkTiles::place(Value source, Value dest, const Slice &slice) {
                                        slice.strides);
 }
 
+Value ChunkTiles::transpose(Value tile) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  Value into = tensor::EmptyOp::create(
+      b, ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)}, element);
+  return linalg::TransposeOp::create(b, tile, into, ArrayRef<int64_t>{1, 0})
+      .getResult()[0];
+}
+
 Value ChunkTiles::copy(Value source) {
   return linalg::CopyOp::create(b, source, emptyLike(source)).getResult(0);
 }

@@ -68,7 +68,8 @@ func.func @output(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 
 // The forward's three stages: a kernel each, or with fuse-forward one
 // kernel over (batch, head) whose loop over the chunks carries the state
-// and the outputs' rows; the final state is its second result.
+// (transposed: [D, d_v]) and the outputs' rows; the final state is its
+// second result.
 // CHECK-LABEL: func @forward
 // CHECK: {fwp.kernel = "chunk_wy"}
 // CHECK: {fwp.kernel = "chunk_states"}
@@ -76,7 +77,8 @@ func.func @output(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 // FUSED-LABEL: func @forward
 // FUSED-NOT: fwp.chunk_
 // FUSED: %[[KERNEL:.*]]:2 = scf.forall (%{{.*}}, %{{.*}}) in
-// FUSED: scf.for {{.*}} iter_args({{.*}}) -> (tensor<8x32xf32>, tensor<?x8xf32>)
+// FUSED: linalg.transpose ins(%{{.*}} : tensor<8x32xf32>) outs(%{{.*}} : tensor<32x8xf32>)
+// FUSED: scf.for {{.*}} iter_args({{.*}}) -> (tensor<32x8xf32>, tensor<?x8xf32>)
 // FUSED: {fwp.kernel = "chunk_forward"}
 // FUSED-NOT: fwp.kernel
 // FUSED: return %[[KERNEL]]#0, %[[KERNEL]]#1
@@ -93,6 +95,59 @@ func.func @forward(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
       : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
         tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
   return %y, %final : tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// Features that fwp.dpfp makes for the fused forward alone are made in its
+// kernel, a chunk's rows at a time; features read elsewhere too are read
+// from memory.
+// FUSED-LABEL: func @forward_dpfp
+// FUSED-NOT: fwp.dpfp
+// FUSED: scf.forall
+// FUSED: fwp.dpfp %{{.*}} nu = 2 : tensor<16x8xf32> -> tensor<16x32xf32>
+// FUSED: {fwp.kernel = "chunk_forward"}
+// FUSED-NOT: fwp.dpfp
+// FUSED: return
+// FUSED-LABEL: func @forward_dpfp_read
+// FUSED: %[[KEYS:.*]] = fwp.dpfp %arg1
+// FUSED: scf.forall
+// FUSED: fwp.dpfp %{{.*}} nu = 2 : tensor<16x8xf32>
+// FUSED-NOT: fwp.dpfp
+// FUSED: {fwp.kernel = "chunk_forward"}
+// FUSED: return %{{.*}}, %[[KEYS]]
+func.func @forward_dpfp(%q: tensor<40x2x4x8xf32>, %k: tensor<40x2x4x8xf32>,
+                        %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> tensor<40x2x4x8xf32> {
+  %qf = fwp.dpfp %q nu = 2 : tensor<40x2x4x8xf32> -> tensor<40x2x4x32xf32>
+  %kf = fwp.dpfp %k nu = 2 : tensor<40x2x4x8xf32> -> tensor<40x2x4x32xf32>
+  %wt, %ut = fwp.chunk_wy %kf, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %kf, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  %y = fwp.chunk_output %qf, %kf, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y : tensor<40x2x4x8xf32>
+}
+func.func @forward_dpfp_read(%q: tensor<40x2x4x8xf32>,
+                             %k: tensor<40x2x4x8xf32>,
+                             %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>) {
+  %qf = fwp.dpfp %q nu = 2 : tensor<40x2x4x8xf32> -> tensor<40x2x4x32xf32>
+  %kf = fwp.dpfp %k nu = 2 : tensor<40x2x4x8xf32> -> tensor<40x2x4x32xf32>
+  %wt, %ut = fwp.chunk_wy %kf, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %kf, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  %y = fwp.chunk_output %qf, %kf, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y, %kf : tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
 }
 
 // -----

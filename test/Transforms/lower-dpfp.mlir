@@ -18,6 +18,40 @@ func.func @dpfp(%k: tensor<?x3xf32>) -> tensor<?x12xf32> {
 
 // -----
 
+// Inside a kernel (a chunk's rows, where fwp-lower-chunks fused the map),
+// the products are elementwise products of column ranges of
+// x = relu([k, -k]), which the kernels' vectorizer takes: for shift i,
+// x[:, i:] * x[:, :2d-i] into columns i.. and x[:, :i] * x[:, 2d-i:] into
+// columns 0.. of the shift's 2d.
+// CHECK-LABEL: func @dpfp_in_kernel
+// CHECK-NOT: tensor.extract %
+// CHECK: %[[X:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 3] [16, 3] [1, 1] : tensor<16x3xf32> into tensor<16x6xf32>
+// CHECK: %[[RIGHT:.*]] = tensor.extract_slice %[[X]][0, 1] [16, 5] [1, 1]
+// CHECK: %[[LEFT:.*]] = tensor.extract_slice %[[X]][0, 0] [16, 5] [1, 1]
+// CHECK: %[[SHIFTED:.*]] = linalg.generic {{.*}} ins(%[[RIGHT]], %[[LEFT]] : tensor<16x5xf32>, tensor<16x5xf32>)
+// CHECK:   arith.mulf
+// CHECK: tensor.insert_slice %[[SHIFTED]] into %{{.*}}[0, 1] [16, 5] [1, 1] : tensor<16x5xf32> into tensor<16x12xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [16, 1] [1, 1] : tensor<16x1xf32> into tensor<16x12xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 8] [16, 4] [1, 1] : tensor<16x4xf32> into tensor<16x12xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 6] [16, 2] [1, 1] : tensor<16x2xf32> into tensor<16x12xf32>
+// CHECK: arith.divf
+// CHECK: {fwp.kernel = "chunk_forward"}
+func.func @dpfp_in_kernel(%k: tensor<4x16x3xf32>, %out: tensor<4x16x12xf32>)
+    -> tensor<4x16x12xf32> {
+  %r = scf.forall (%i) in (4) shared_outs(%o = %out) -> tensor<4x16x12xf32> {
+    %rows = tensor.extract_slice %k[%i, 0, 0] [1, 16, 3] [1, 1, 1]
+        : tensor<4x16x3xf32> to tensor<16x3xf32>
+    %f = fwp.dpfp %rows nu = 2 : tensor<16x3xf32> -> tensor<16x12xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %f into %o[%i, 0, 0] [1, 16, 12] [1, 1, 1]
+          : tensor<16x12xf32> into tensor<4x16x12xf32>
+    }
+  } {fwp.kernel = "chunk_forward"}
+  return %r : tensor<4x16x12xf32>
+}
+
+// -----
+
 func.func @dynamic_vector(%k: tensor<4x?xf32>) -> tensor<4x?xf32> {
   // expected-error @+1 {{cannot be lowered: the vector size must be static}}
   %f = fwp.dpfp %k : tensor<4x?xf32> -> tensor<4x?xf32>
