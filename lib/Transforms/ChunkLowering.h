@@ -68,6 +68,10 @@ public:
 
   /// Rows [t0, t0 + len) of batch element bi, head h of `perStep` as a
   /// `chunk x width` tile (`chunk` for beta), the rows past len zero.
+  /// Features that fwp.dpfp makes for chunk operations alone
+  /// (fusedFeatureMap) are made here from the rows of the map's input; their
+  /// sizes (stepDim, emptyLike) are read from that input too, so that once
+  /// every chunk operation is lowered the features are never stored.
   mlir::Value loadRows(mlir::Value perStep, mlir::Value bi, mlir::Value h,
                        mlir::Value t0, mlir::Value len);
   /// Where rows [t0, t0 + len) of (bi, h) lie in a per-step tensor of width
@@ -258,6 +262,11 @@ void populateFuseChunkBackwardPattern(mlir::RewritePatternSet &patterns);
 
 /// Whether every use of `value` is by `user` (the fusions' condition).
 bool onlyUsedBy(mlir::Value value, mlir::Operation *user);
+
+/// The fwp.dpfp that makes `perStep` when chunk operations are all that read
+/// it: their kernels then apply the map to a chunk's rows of its input, 2 nu
+/// times narrower than the features, which are never stored.
+DpfpOp fusedFeatureMap(mlir::Value perStep);
 
 /// Fails with a message on `op` unless `type`'s last dimension is static.
 mlir::LogicalResult requireStaticWidth(mlir::PatternRewriter &rewriter,

@@ -11,10 +11,7 @@
 //
 // The CPU's choice: a chunk's tiles stay in its core's caches from one step
 // to the next, and the start states are never stored. The steps are those
-// of the three operations' own lowerings (ChunkLowering.h). Features that
-// fwp.dpfp makes for this chain alone are made in the kernel, a chunk at a
-// time, from the rows of the map's input: 2 nu times fewer bytes read and
-// none written.
+// of the three operations' own lowerings (ChunkLowering.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,32 +69,6 @@ FailureOr<ForwardChain> matchForwardChain(ChunkOutputOp output,
   return chain;
 }
 
-/// The feature map whose features `features` are, when the chain's
-/// operations are their only readers.
-DpfpOp fusableMap(Value features, const ForwardChain &chain,
-                  ChunkOutputOp output) {
-  auto map = features.getDefiningOp<DpfpOp>();
-  auto inChain = [&](Operation *user) {
-    return user == output || user == chain.states || user == chain.wy;
-  };
-  if (!map || !llvm::all_of(features.getUsers(), inChain))
-    return nullptr;
-  return map;
-}
-
-/// Rows [t0, t0 + len) of per-step features, through `map` (when fused) from
-/// the rows of its input. Rows past the sequence are zero either way: the
-/// map takes a zero vector to zero.
-Value loadFeatureRows(ChunkTiles &chunk, Value features, DpfpOp map, Value bi,
-                      Value h, Value t0, Value len) {
-  if (!map)
-    return chunk.loadRows(features, bi, h, t0, len);
-  Value rows = chunk.loadRows(map.getInput(), bi, h, t0, len);
-  auto width = cast<RankedTensorType>(features.getType()).getDimSize(3);
-  auto type = RankedTensorType::get({chunk.chunk, width}, chunk.element);
-  return DpfpOp::create(chunk.b, type, rows, map.getNuAttr(), map.getEpsAttr());
-}
-
 struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -109,10 +80,6 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     ChunkWyOp wy = chain->wy;
     ChunkStatesOp states = chain->states;
     Value v = chain->values;
-    // The sizes from the map's input, when fused: the features go away.
-    DpfpOp queryMap = fusableMap(output.getQ(), *chain, output);
-    DpfpOp keyMap = fusableMap(states.getK(), *chain, output);
-    Value keyRows = keyMap ? keyMap.getInput() : states.getK();
 
     rewriter.setInsertionPoint(states);
     ImplicitLocOpBuilder b(output.getLoc(), rewriter);
@@ -121,10 +88,10 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     ChunkTiles tiles(b, element, output.getChunkSize(), output.getBatchFirst());
     int64_t features = keysType.getDimSize(3);
     int64_t values = output.getU().getType().getDimSize(3);
-    Value steps = tiles.stepDim(keyRows, 0);
+    Value steps = tiles.stepDim(states.getK(), 0);
     Value chunks = tiles.numChunks(steps);
-    SmallVector<Value> bounds = {tiles.stepDim(keyRows, 1),
-                                 tiles.stepDim(keyRows, 2)};
+    SmallVector<Value> bounds = {tiles.stepDim(states.getK(), 1),
+                                 tiles.stepDim(states.getK(), 2)};
     Value outputs[] = {
         tiles.emptyLike(v),
         tiles.emptyState(states.getFinalState(), {bounds[0], bounds[1]})};
@@ -151,8 +118,7 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                 ChunkTiles chunk(cb, element, tiles.chunk, tiles.batchFirst);
                 Value s = carried[0];
                 auto [t0, len] = chunk.span(c, steps);
-                Value keyTile = loadFeatureRows(chunk, states.getK(), keyMap,
-                                                bi, h, t0, len);
+                Value keyTile = chunk.loadRows(states.getK(), bi, h, t0, len);
                 KeyTile keys(keyTile, chunk.transpose(keyTile));
                 Value vals = chunk.loadRows(v, bi, h, t0, len);
                 Value wt;
@@ -165,10 +131,9 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                 }
                 StateTile held(s, /*transposed=*/true);
                 Value u = chunkWrites(chunk, vals, wt, held);
-                Value y = chunkOutput(chunk,
-                                      loadFeatureRows(chunk, output.getQ(),
-                                                      queryMap, bi, h, t0, len),
-                                      keys, u, held);
+                Value y = chunkOutput(
+                    chunk, chunk.loadRows(output.getQ(), bi, h, t0, len), keys,
+                    u, held);
                 Value rows = chunk.place(
                     chunk.firstRows(y, len), carried[1],
                     chunk.region({t0, zero}, {len, cb.getIndexAttr(values)}));
@@ -186,10 +151,6 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     rewriter.eraseOp(states);
     if (wy)
       rewriter.eraseOp(wy);
-    if (queryMap && queryMap->use_empty())
-      rewriter.eraseOp(queryMap);
-    if (keyMap && keyMap != queryMap && keyMap->use_empty())
-      rewriter.eraseOp(keyMap);
     return success();
   }
 };

@@ -28,10 +28,29 @@ Value ChunkTiles::index(int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
 
+DpfpOp fusedFeatureMap(Value perStep) {
+  auto map = perStep.getDefiningOp<DpfpOp>();
+  auto isChunkOp = [](Operation *user) {
+    return isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp, ChunkStatesGradOp,
+               ChunkQkGradOp, ChunkWyGradOp>(user);
+  };
+  if (!map || !llvm::all_of(perStep.getUsers(), isChunkOp))
+    return nullptr;
+  return map;
+}
+
+/// Where the sizes of `perStep` are read: the input of its fused map, which
+/// has its leading sizes.
+static Value sizesSource(Value perStep) {
+  if (DpfpOp map = fusedFeatureMap(perStep))
+    return map.getInput();
+  return perStep;
+}
+
 Value ChunkTiles::stepDim(Value perStep, int64_t dim) {
   if (batchFirst && dim < 2)
     dim = 1 - dim;
-  return tensor::DimOp::create(b, perStep, dim);
+  return tensor::DimOp::create(b, sizesSource(perStep), dim);
 }
 
 Value ChunkTiles::numChunks(Value steps) {
@@ -66,7 +85,7 @@ Value ChunkTiles::emptyLike(Value like) {
   SmallVector<Value> dynamicSizes;
   for (int64_t dim = 0; dim < type.getRank(); ++dim)
     if (type.isDynamicDim(dim))
-      dynamicSizes.push_back(tensor::DimOp::create(b, like, dim));
+      dynamicSizes.push_back(tensor::DimOp::create(b, sizesSource(like), dim));
   return tensor::EmptyOp::create(b, type.getShape(), element, dynamicSizes);
 }
 
@@ -181,6 +200,12 @@ Value ChunkTiles::copy(Value source) {
 Value ChunkTiles::loadRows(Value perStep, Value bi, Value h, Value t0,
                            Value len) {
   auto type = cast<RankedTensorType>(perStep.getType());
+  if (DpfpOp map = fusedFeatureMap(perStep)) {
+    // A zero row maps to zero: rows past len stay zero.
+    Value rows = loadRows(map.getInput(), bi, h, t0, len);
+    auto features = RankedTensorType::get({chunk, type.getDimSize(3)}, element);
+    return DpfpOp::create(b, features, rows, map.getNuAttr(), map.getEpsAttr());
+  }
   bool hasWidth = type.getRank() == 4;
   int64_t width = hasWidth ? type.getDimSize(3) : 0;
   Slice slice = rowsSlice(bi, h, t0, len, width);
@@ -354,6 +379,11 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
     populateLowerChunkQkGradPattern(patterns);
     populateLowerChunkWyGradPattern(patterns);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
+    // The feature maps every reader of which now maps rows itself.
+    getOperation()->walk([](DpfpOp map) {
+      if (map->use_empty())
+        map->erase();
+    });
     WalkResult left = getOperation()->walk([](Operation *op) {
       if (!isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp, ChunkStatesGradOp,
                ChunkQkGradOp, ChunkWyGradOp>(op))

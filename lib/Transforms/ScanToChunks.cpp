@@ -150,11 +150,18 @@ struct ScanGradToChunks : OpRewritePattern<ScanGradOp> {
           rewriter, loc, featureType, op.getV().getType(),
           op.getBeta().getType(), forward.k, op.getV(), op.getBeta(), du,
           qk.getDwt(), chunk, batchFirst);
-      // Sized like the features, so that the key gradients are read by the
-      // sum alone (fwp-lower-chunks{fuse-backward} relies on it).
-      Value sum = tensor::EmptyOp::create(
-          rewriter, loc, tensor::getMixedSizes(rewriter, loc, forward.k),
-          cast<RankedTensorType>(featureType).getElementType());
+      // Sized by the values' steps, batch and heads and the features'
+      // width, so that the key gradients are read by the sum alone
+      // (fwp-lower-chunks{fuse-backward} relies on it) and the features by
+      // chunk operations alone (their kernels then apply the feature map).
+      auto features = cast<RankedTensorType>(featureType);
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(rewriter, loc, op.getV());
+      sizes.back() = features.isDynamicDim(3)
+                         ? tensor::getMixedSize(rewriter, loc, forward.k, 3)
+                         : rewriter.getIndexAttr(features.getDimSize(3));
+      Value sum = tensor::EmptyOp::create(rewriter, loc, sizes,
+                                          features.getElementType());
       dk = linalg::AddOp::create(rewriter, loc, ValueRange{dk, wy.getDk()},
                                  ValueRange{sum})
                .getResult(0);

@@ -49,6 +49,34 @@ func.func @states(%k: tensor<40x2x4x32xf32>, %ut: tensor<40x2x4x8xf32>,
 
 // -----
 
+// Features that fwp.dpfp makes for chunk operations alone: each kernel
+// maps its chunk's rows of the map's input, the sizes come from that input,
+// and the features are never made whole.
+// CHECK-LABEL: func @features_mapped_in_kernels
+// CHECK-NOT: fwp.dpfp
+// CHECK: scf.forall
+// CHECK: fwp.dpfp %{{.*}} nu = 2 : tensor<16x8xf32> -> tensor<16x32xf32>
+// CHECK: {fwp.kernel = "chunk_wy"}
+// CHECK: scf.forall
+// CHECK: fwp.dpfp %{{.*}} nu = 2 : tensor<16x8xf32> -> tensor<16x32xf32>
+// CHECK: {fwp.kernel = "chunk_states"}
+// CHECK-NOT: fwp.dpfp
+func.func @features_mapped_in_kernels(%k: tensor<?x2x4x8xf32>,
+                                      %v: tensor<?x2x4x8xf32>,
+                                      %b: tensor<?x2x4xf32>)
+    -> (tensor<2x4x?x8x32xf32>, tensor<?x2x4x8xf32>) {
+  %kf = fwp.dpfp %k nu = 2 : tensor<?x2x4x8xf32> -> tensor<?x2x4x32xf32>
+  %wt, %ut = fwp.chunk_wy %kf, %v, %b chunk_size = 16
+      : tensor<?x2x4x32xf32>, tensor<?x2x4x8xf32>, tensor<?x2x4xf32>
+      -> tensor<?x2x4x32xf32>, tensor<?x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %kf, %ut wt(%wt : tensor<?x2x4x32xf32>)
+      chunk_size = 16 : tensor<?x2x4x32xf32>, tensor<?x2x4x8xf32>
+      -> tensor<2x4x?x8x32xf32>, tensor<?x2x4x8xf32>, tensor<2x4x8x32xf32>
+  return %h, %u : tensor<2x4x?x8x32xf32>, tensor<?x2x4x8xf32>
+}
+
+// -----
+
 // The outputs: Q K^T masked to its lower triangle, then Q h^T + P U.
 // CHECK-LABEL: func @output
 // CHECK: scf.forall

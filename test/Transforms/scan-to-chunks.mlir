@@ -120,13 +120,19 @@ func.func @sum_gradient(%q: tensor<?x1x2x16xf64>, %k: tensor<?x1x2x16xf64>,
 
 // -----
 
-// With a dynamic sequence the key gradients' sum is sized from the keys'
-// features, so that the sum alone reads the two key gradients (what
-// fwp-lower-chunks{fuse-backward} requires to fuse them).
+// With a dynamic sequence the key gradients' sum is sized from the values'
+// steps (and the features' width), so that the sum alone reads the two key
+// gradients (what fwp-lower-chunks{fuse-backward} requires to fuse them)
+// and chunk operations alone read the features (what lets their kernels
+// apply a feature map themselves).
 // CHECK-LABEL: func @dynamic_gradient
-// CHECK-SAME: %[[K:[a-z0-9]+]]: tensor<?x2x4x4xf32>
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<?x2x4x4xf32>, %[[K:[a-z0-9]+]]: tensor<?x2x4x4xf32>,
+// CHECK-SAME: %[[V:[a-z0-9]+]]: tensor<?x2x4x8xf32>
 // CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DWT:.*]] = fwp.chunk_qk_grad
 // CHECK-NOT: tensor.dim %[[DK]]
+// CHECK-NOT: tensor.dim %[[K]]
+// CHECK: tensor.dim %[[V]]
+// CHECK-NOT: tensor.dim %[[K]]
 // CHECK: linalg.add ins(%[[DK]]
 func.func @dynamic_gradient(%q: tensor<?x2x4x4xf32>, %k: tensor<?x2x4x4xf32>,
     %v: tensor<?x2x4x8xf32>, %b: tensor<?x2x4xf32>,

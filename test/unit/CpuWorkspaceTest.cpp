@@ -79,7 +79,10 @@ TEST(CpuWorkspace, CallsFreeWhatTheyAllocate) {
     size_t before = heapInUse();
     for (int call = 0; call < 4; ++call)
       forwardAndBackward(*kernel, p);
-    EXPECT_EQ(heapInUse(), before) << "bytes in use after 4 more calls";
+    // Tens of bytes may come and go outside the calls (the OpenMP runtime's
+    // own bookkeeping); one tile of 64 floats left per kernel instance would
+    // be 20 KB over these calls.
+    EXPECT_LE(heapInUse(), before + 4096) << "bytes in use after 4 more calls";
   }
 #endif
 }
