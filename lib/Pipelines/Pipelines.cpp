@@ -102,7 +102,8 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
   if (chunkStages) {
     pm.addNestedPass<func::FuncOp>(createFwpScanToChunks({tileScan.chunkSize}));
     pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-        {/*fuseForward=*/tileScan.fuse, /*fuseBackward=*/tileScan.fuse}));
+        {/*fuseForward=*/tileScan.fuse, /*fuseBackward=*/tileScan.fuse,
+         /*mapKernels=*/tileScan.fuse}));
   } else {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   }

@@ -26,6 +26,36 @@ mlir::Value createRowSums(mlir::OpBuilder &b, mlir::Location loc,
                           llvm::ArrayRef<mlir::OpFoldResult> sizes,
                           mlir::Type elementType);
 
+/// The column-range forms for a chunk's rows inside a kernel
+/// (DpfpColumns.cpp): no gathers, so they vectorize.
+
+/// Columns [offset, offset + width) of `value`, [..., W], all its rows.
+mlir::Value columns(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                    int64_t offset, int64_t width);
+/// `dest` with its columns from `offset` on overwritten by `source`.
+mlir::Value placeColumns(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value source, mlir::Value dest, int64_t offset);
+/// `combine` of the elements of `inputs` (all of one shape), elementwise.
+mlir::Value
+elementwise(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange inputs,
+            llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                           mlir::ValueRange)>
+                combine);
+/// x = relu([k, -k]) of `input` [..., d], as [..., 2d].
+mlir::Value createRelus(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value input, int64_t d);
+/// phi [..., 2 d nu] (`sizes`) from x: for each i, phi[(i-1) 2d + j] =
+/// x[j] x[j - i] for j >= i and x[j] x[j - i + 2d] for j < i.
+mlir::Value createProductsByColumns(mlir::OpBuilder &b, mlir::Location loc,
+                                    mlir::Value x,
+                                    llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                                    int64_t d, int64_t nu);
+/// dL/dk from dL/dphi: dx[j] = sum over i of dphi_i[j] x[j - i] +
+/// dphi_i[j + i] x[j + i] (mod 2d), then through the relus.
+mlir::Value createInputGradByColumns(mlir::OpBuilder &b, mlir::Location loc,
+                                     mlir::Value input, mlir::Value x,
+                                     mlir::Value dphi, int64_t d, int64_t nu);
+
 /// fwp.dpfp_grad lowered to linalg (LowerDpfpGrad.cpp), for fwp-lower-dpfp.
 void populateLowerDpfpGradPattern(mlir::RewritePatternSet &patterns);
 

@@ -384,6 +384,11 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
       if (map->use_empty())
         map->erase();
     });
+    if (mapKernels) {
+      RewritePatternSet maps(&getContext());
+      populateFeatureMapKernelPatterns(maps);
+      walkAndApplyPatterns(getOperation(), std::move(maps));
+    }
     WalkResult left = getOperation()->walk([](Operation *op) {
       if (!isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp, ChunkStatesGradOp,
                ChunkQkGradOp, ChunkWyGradOp>(op))

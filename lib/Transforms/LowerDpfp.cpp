@@ -88,103 +88,6 @@ Value createProducts(OpBuilder &b, Location loc, Value input,
   return generic.getResult(0);
 }
 
-namespace {
-
-/// Columns [offset, offset + width) of `value`, [..., W], all its rows.
-Value columns(OpBuilder &b, Location loc, Value value, int64_t offset,
-              int64_t width) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets.back() = b.getIndexAttr(offset);
-  sizes.back() = b.getIndexAttr(width);
-  return tensor::ExtractSliceOp::create(b, loc, value, offsets, sizes, strides);
-}
-
-/// `dest` with its columns from `offset` on overwritten by `source`.
-Value placeColumns(OpBuilder &b, Location loc, Value source, Value dest,
-                   int64_t offset) {
-  auto type = cast<RankedTensorType>(source.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets.back() = b.getIndexAttr(offset);
-  return tensor::InsertSliceOp::create(b, loc, source, dest, offsets,
-                                       tensor::getMixedSizes(b, loc, source),
-                                       strides);
-}
-
-/// `combine` of the elements of `inputs` (all of one shape), elementwise.
-Value elementwise(
-    OpBuilder &b, Location loc, ValueRange inputs,
-    function_ref<Value(OpBuilder &, Location, ValueRange)> combine) {
-  auto type = cast<RankedTensorType>(inputs.front().getType());
-  unsigned rank = type.getRank();
-  Value init = tensor::EmptyOp::create(
-      b, loc, tensor::getMixedSizes(b, loc, inputs.front()),
-      type.getElementType());
-  SmallVector<AffineMap> maps(
-      inputs.size() + 1,
-      AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      b, loc, init.getType(), inputs, ValueRange{init}, maps, iterators,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args.drop_back()));
-      });
-  return generic.getResult(0);
-}
-
-/// max(sign * k, 0) elementwise (NaN to 0, as reluAt).
-Value relu(OpBuilder &b, Location loc, Value input, bool negate) {
-  return elementwise(
-      b, loc, input, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value k = args[0];
-        if (negate)
-          k = arith::NegFOp::create(nb, nloc, k);
-        Value zero =
-            arith::ConstantOp::create(nb, nloc, nb.getZeroAttr(k.getType()));
-        Value positive =
-            arith::CmpFOp::create(nb, nloc, arith::CmpFPredicate::OGT, k, zero);
-        return arith::SelectOp::create(nb, nloc, positive, k, zero).getResult();
-      });
-}
-
-/// createProducts as products of column ranges of x = relu([k, -k]): for
-/// each i, phi[(i-1) 2d + j] = x[j] x[j - i] for j >= i, and
-/// x[j] x[j - i + 2d] for j < i (the roll wrapping around).
-Value createProductsByColumns(OpBuilder &b, Location loc, Value input,
-                              ArrayRef<OpFoldResult> sizes, int64_t d,
-                              int64_t nu) {
-  Type element = cast<RankedTensorType>(input.getType()).getElementType();
-  SmallVector<OpFoldResult> xSizes(sizes);
-  xSizes.back() = b.getIndexAttr(2 * d);
-  Value x = tensor::EmptyOp::create(b, loc, xSizes, element);
-  x = placeColumns(b, loc, relu(b, loc, input, /*negate=*/false), x, 0);
-  x = placeColumns(b, loc, relu(b, loc, input, /*negate=*/true), x, d);
-  Value phi = tensor::EmptyOp::create(b, loc, sizes, element);
-  auto times = [](OpBuilder &nb, Location nloc, ValueRange args) {
-    return arith::MulFOp::create(nb, nloc, args[0], args[1]).getResult();
-  };
-  int64_t twoD = 2 * d;
-  for (int64_t i = 1; i <= nu; ++i) {
-    int64_t base = (i - 1) * twoD;
-    Value shifted = elementwise(
-        b, loc,
-        {columns(b, loc, x, i, twoD - i), columns(b, loc, x, 0, twoD - i)},
-        times);
-    phi = placeColumns(b, loc, shifted, phi, base + i);
-    Value wrapped = elementwise(
-        b, loc, {columns(b, loc, x, 0, i), columns(b, loc, x, twoD - i, i)},
-        times);
-    phi = placeColumns(b, loc, wrapped, phi, base);
-  }
-  return phi;
-}
-
-} // namespace
-
 /// sum over the last dimension of `phi`, [...].
 Value createRowSums(OpBuilder &b, Location loc, Value phi,
                     ArrayRef<OpFoldResult> sizes, Type elementType) {
@@ -255,11 +158,13 @@ struct LowerDpfpPattern : OpRewritePattern<DpfpOp> {
         llvm::to_vector(llvm::concat<const int64_t>(
             resultType.getShape(), ArrayRef<int64_t>{2 * d * nu})),
         inputType.getElementType());
-    Value phi = isInsideKernel(op)
-                    ? createProductsByColumns(rewriter, loc, op.getInput(),
-                                              sizes, d, nu)
-                    : createProducts(rewriter, loc, op.getInput(), resultType,
-                                     sizes, d);
+    Value phi =
+        isInsideKernel(op)
+            ? createProductsByColumns(
+                  rewriter, loc, createRelus(rewriter, loc, op.getInput(), d),
+                  sizes, d, nu)
+            : createProducts(rewriter, loc, op.getInput(), resultType, sizes,
+                             d);
     Value sums =
         createRowSums(rewriter, loc, phi, sizes, inputType.getElementType());
     Value features = createNormalized(rewriter, loc, phi, sums, sizes,

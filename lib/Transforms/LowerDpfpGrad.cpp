@@ -5,13 +5,15 @@
 // the gradient g, then dL/dphi, dL/dx (a sum over the nu shifts) and dL/dk.
 // dL/dphi_m = (g_m s - g . phi) / s^2 with s = sum(phi) + eps is computed
 // as (g_m (eps + (sum - phi_m)) - (g . phi - g_m phi_m)) / s^2, which leaves
-// phi_m out of both differences rather than cancelling it.
+// phi_m out of both differences rather than cancelling it. Inside a kernel
+// the products and dL/dx go by column ranges instead (DpfpColumns.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "DpfpBuilders.h"
 
 #include "fwp/Dialect/FwpOps.h"
+#include "fwp/Transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -94,8 +96,14 @@ struct LowerDpfpGrad : OpRewritePattern<DpfpGradOp> {
     };
 
     int64_t features = 2 * d * nu;
-    Value phi = createProducts(rewriter, loc, input, typeWithLast(features),
-                               withLast(features), d);
+    // Inside a kernel (a chunk's rows): column ranges, which vectorize.
+    bool inKernel = isInsideKernel(op);
+    Value x = inKernel ? createRelus(rewriter, loc, input, d) : Value();
+    Value phi =
+        inKernel ? createProductsByColumns(rewriter, loc, x, withLast(features),
+                                           d, nu)
+                 : createProducts(rewriter, loc, input, typeWithLast(features),
+                                  withLast(features), d);
     Value sums = createRowSums(rewriter, loc, phi, withLast(features), element);
     ArrayRef<OpFoldResult> leading = ArrayRef<OpFoldResult>(sizes).drop_back();
     Value dots = generic(
@@ -120,6 +128,12 @@ struct LowerDpfpGrad : OpRewritePattern<DpfpGradOp> {
               nb, nloc, arith::SubFOp::create(nb, nloc, scaled, othersDot),
               arith::MulFOp::create(nb, nloc, s, s));
         });
+
+    if (inKernel) {
+      rewriter.replaceOp(
+          op, createInputGradByColumns(rewriter, loc, input, x, dphi, d, nu));
+      return success();
+    }
 
     // dx[j] = sum over shifts i of dphi_i[j] x[j - i] + dphi_i[j + i] x[j + i]
     // (mod 2d): a generic over [..., 2d, nu], the shifts reduced.

@@ -1,6 +1,7 @@
 // RUN: fwp-opt %s -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-forward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-backward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-BACK
+// RUN: fwp-opt %s -fwp-lower-chunks=map-kernels -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MAPS
 
 // The WY form: kernel chunk_wy, a forall over (batch, head, chunk); in it
 // K K^T (a matmul reading its right operand transposed), the gates' rows,
@@ -372,4 +373,27 @@ func.func @dwt_read(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
   %dk = linalg.add ins(%dk1, %dk2 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>)
       outs(%empty : tensor<40x2x4x32xf32>) -> tensor<40x2x4x32xf32>
   return %dk, %dwt : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+}
+
+// -----
+
+// With map-kernels, a map's gradient and a map whose features something
+// else reads become kernels over (batch, head, 64 rows), the op on a block's
+// rows inside; without it they stay as they are.
+// CHECK-LABEL: func @maps_outside_kernels
+// CHECK: fwp.dpfp_grad %{{.*}} : tensor<?x2x4x8xf32>
+// MAPS-LABEL: func @maps_outside_kernels
+// MAPS: scf.forall
+// MAPS: fwp.dpfp_grad %{{.*}}, %{{.*}} nu = 2 : tensor<64x8xf32>, tensor<64x32xf32> -> tensor<64x8xf32>
+// MAPS: {fwp.kernel = "dpfp_grad"}
+// MAPS: scf.forall
+// MAPS: fwp.dpfp %{{.*}} nu = 2 : tensor<64x8xf32> -> tensor<64x32xf32>
+// MAPS: {fwp.kernel = "dpfp"}
+func.func @maps_outside_kernels(%k: tensor<?x2x4x8xf32>,
+                                %g: tensor<?x2x4x32xf32>)
+    -> (tensor<?x2x4x8xf32>, tensor<?x2x4x32xf32>) {
+  %dk = fwp.dpfp_grad %k, %g nu = 2
+      : tensor<?x2x4x8xf32>, tensor<?x2x4x32xf32> -> tensor<?x2x4x8xf32>
+  %f = fwp.dpfp %k nu = 2 : tensor<?x2x4x8xf32> -> tensor<?x2x4x32xf32>
+  return %dk, %f : tensor<?x2x4x8xf32>, tensor<?x2x4x32xf32>
 }

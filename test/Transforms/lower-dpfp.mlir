@@ -86,3 +86,39 @@ func.func @dpfp_grad_dynamic(%k: tensor<4x?xf32>, %g: tensor<4x?xf32>) {
   %dk = fwp.dpfp_grad %k, %g : tensor<4x?xf32>, tensor<4x?xf32> -> tensor<4x?xf32>
   return
 }
+
+// -----
+
+// The gradient inside a kernel: phi by column ranges, and dL/dx as sums of
+// products of column ranges of dL/dphi and x, accumulated into dx's own
+// columns (for shift 1 of d = 3: columns 1.. and 0 of dx, then 0.. and 5),
+// then through the relus: no gathers.
+// CHECK-LABEL: func @dpfp_grad_in_kernel
+// CHECK-NOT: tensor.extract %
+// CHECK: %[[DX:.*]] = linalg.fill {{.*}} -> tensor<16x6xf32>
+// CHECK: %[[COLS:.*]] = tensor.extract_slice %[[DX]][0, 1] [16, 5] [1, 1]
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} outs(%[[COLS]] : tensor<16x5xf32>)
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
+// CHECK: tensor.insert_slice %[[SUM]] into %[[DX]][0, 1] [16, 5] [1, 1]
+// CHECK: arith.cmpf olt
+// CHECK-NOT: tensor.extract %
+// CHECK: {fwp.kernel = "dpfp_grad"}
+func.func @dpfp_grad_in_kernel(%k: tensor<4x16x3xf32>,
+                               %g: tensor<4x16x12xf32>,
+                               %out: tensor<4x16x3xf32>)
+    -> tensor<4x16x3xf32> {
+  %r = scf.forall (%i) in (4) shared_outs(%o = %out) -> tensor<4x16x3xf32> {
+    %rows = tensor.extract_slice %k[%i, 0, 0] [1, 16, 3] [1, 1, 1]
+        : tensor<4x16x3xf32> to tensor<16x3xf32>
+    %grads = tensor.extract_slice %g[%i, 0, 0] [1, 16, 12] [1, 1, 1]
+        : tensor<4x16x12xf32> to tensor<16x12xf32>
+    %dk = fwp.dpfp_grad %rows, %grads nu = 2
+        : tensor<16x3xf32>, tensor<16x12xf32> -> tensor<16x3xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %dk into %o[%i, 0, 0] [1, 16, 3] [1, 1, 1]
+          : tensor<16x3xf32> into tensor<4x16x3xf32>
+    }
+  } {fwp.kernel = "dpfp_grad"}
+  return %r : tensor<4x16x3xf32>
+}

@@ -121,12 +121,21 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     gradients are only summed) become one kernel over (batch, head, chunk),
     `chunk_qk_wy_grad`: dWt never leaves the kernel, the chunk's keys and
     dU are read once, and dK is written once.
+
+    A `fwp.dpfp` whose features chunk operations alone read is applied in
+    their kernels, to a chunk's rows of its input: the features are never
+    stored. With `map-kernels`, the maps and map gradients left outside
+    kernels (`fwp.dpfp_grad`, features read elsewhere too) become kernels
+    over (batch, head, 64 rows), `dpfp` and `dpfp_grad`, so that they run
+    on every core, vectorized, rather than as loops over whole tensors.
   }];
   let options = [
     Option<"fuseForward", "fuse-forward", "bool", /*default=*/"false",
            "The forward's stages as one kernel per (batch, head)">,
     Option<"fuseBackward", "fuse-backward", "bool", /*default=*/"false",
            "The backward's per-chunk gradients as one kernel">,
+    Option<"mapKernels", "map-kernels", "bool", /*default=*/"false",
+           "Feature maps and their gradients outside kernels as kernels">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
