@@ -28,13 +28,14 @@ Value ChunkTiles::index(int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
 
+static bool isChunkOperation(Operation *op) {
+  return isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp, ChunkStatesGradOp,
+             ChunkQkGradOp, ChunkWyGradOp>(op);
+}
+
 DpfpOp fusedFeatureMap(Value perStep) {
   auto map = perStep.getDefiningOp<DpfpOp>();
-  auto isChunkOp = [](Operation *user) {
-    return isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp, ChunkStatesGradOp,
-               ChunkQkGradOp, ChunkWyGradOp>(user);
-  };
-  if (!map || !llvm::all_of(perStep.getUsers(), isChunkOp))
+  if (!map || !llvm::all_of(perStep.getUsers(), isChunkOperation))
     return nullptr;
   return map;
 }
@@ -390,8 +391,7 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
       walkAndApplyPatterns(getOperation(), std::move(maps));
     }
     WalkResult left = getOperation()->walk([](Operation *op) {
-      if (!isa<ChunkWyOp, ChunkStatesOp, ChunkOutputOp, ChunkStatesGradOp,
-               ChunkQkGradOp, ChunkWyGradOp>(op))
+      if (!isChunkOperation(op))
         return WalkResult::advance();
       op->emitOpError("fwp-lower-chunks needs static feature and value "
                       "widths");
