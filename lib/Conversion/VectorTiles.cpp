@@ -55,6 +55,11 @@ SmallVector<int64_t> registerTile(linalg::LinalgOp op, RegisterTile tile) {
   if (isa<linalg::MatmulOp>(op.getOperation()))
     return {dividing(ranges[0], halvings(tile.rows)),
             dividing(ranges[1], halvings(tile.cols)), 1};
+  // A transpose in square blocks: rows of the block loaded as vectors,
+  // transposed in registers, stored as rows.
+  if (isa<linalg::TransposeOp>(op.getOperation()) && ranges.size() == 2)
+    return {dividing(ranges[0], {8, 4, 2, 1}),
+            dividing(ranges[1], {8, 4, 2, 1})};
   SmallVector<int64_t> sizes(ranges.size(), 1);
   if (!sizes.empty())
     sizes.back() = 0; // not tiled

@@ -113,3 +113,53 @@ func.func @row_sum(%x: memref<16x64xf32>, %s: memref<16xf32>) {
   } {fwp.kernel = "k"}
   return
 }
+
+// -----
+
+// C = A B^T with more rows than a register block: B is transposed once into
+// a stack tile in 8 x 8 blocks (rows loaded, shuffled in registers, stored
+// as rows), and the product reads rows of that tile, never columns of B.
+// AVX2-LABEL: func @transposed_right_operand
+// AVX2: %[[BT:.*]] = memref.alloca() {alignment = 64 : i64} : memref<32x32xf32>
+// AVX2: vector.load %{{.*}} : memref<32x32xf32>, vector<8xf32>
+// AVX2: vector.shuffle {{.*}} : vector<64xf32>, vector<64xf32>
+// AVX2: vector.store %{{.*}}, %[[BT]][%{{.*}}, %{{.*}}] : memref<32x32xf32>, vector<8xf32>
+// AVX2: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<4x16xf32>)
+// AVX2: vector.load %[[BT]][%{{.*}}, %{{.*}}] : memref<32x32xf32>, vector<16xf32>
+// AVX2-NOT: memref<32x32xf32>, vector<1xf32>
+#lhs = affine_map<(i, j, k) -> (i, k)>
+#rhs_t = affine_map<(i, j, k) -> (j, k)>
+#out = affine_map<(i, j, k) -> (i, j)>
+func.func @transposed_right_operand(%a: memref<64x32xf32>,
+                                    %b: memref<32x32xf32>,
+                                    %c: memref<64x32xf32>) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.matmul indexing_maps = [#lhs, #rhs_t, #out]
+        ins(%a, %b : memref<64x32xf32>, memref<32x32xf32>)
+        outs(%c : memref<64x32xf32>)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
+// One row block (as many rows as the register tile): B's columns are read
+// once anyway, so no transposed copy.
+// AVX2-LABEL: func @transposed_right_operand_one_block
+// AVX2-NOT: memref.alloca
+// AVX2: return
+#lhs = affine_map<(i, j, k) -> (i, k)>
+#rhs_t = affine_map<(i, j, k) -> (j, k)>
+#out = affine_map<(i, j, k) -> (i, j)>
+func.func @transposed_right_operand_one_block(%a: memref<4x32xf32>,
+                                              %b: memref<64x32xf32>,
+                                              %c: memref<4x64xf32>) {
+  %n = arith.constant 3 : index
+  scf.forall (%i) in (%n) {
+    linalg.matmul indexing_maps = [#lhs, #rhs_t, #out]
+        ins(%a, %b : memref<4x32xf32>, memref<64x32xf32>)
+        outs(%c : memref<4x64xf32>)
+  } {fwp.kernel = "k"}
+  return
+}

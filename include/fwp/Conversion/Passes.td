@@ -192,6 +192,54 @@ def FwpOutlineTiles : Pass<"fwp-outline-tiles", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def FwpStackTiles : Pass<"fwp-stack-tiles", "::mlir::func::FuncOp"> {
+  let summary = "Put the CPU kernels' static tiles on the stack";
+  let description = [{
+    After bufferization, before the deallocations are placed: each
+    `memref.alloc` of static shape and identity layout inside an
+    `scf.forall` tagged `fwp.kernel` whose buffer stays in its block (no view
+    of it is yielded, returned, passed to a call or stored) becomes a
+    `memref.alloca`, up to `max-tile-bytes` a tile and `max-kernel-bytes` a
+    kernel, smallest first (an OpenMP worker's stack is 4 MiB). The body of
+    each `scf.for` inside the kernel that holds one is wrapped in a
+    `memref.alloca_scope`, so that every iteration pops its tiles; the
+    kernel's own body gets its scope from `convert-scf-to-openmp`.
+
+    Why: a kernel's tiles are made on every pass through its body, and on
+    the heap that was a malloc and a free per tile per chunk.
+
+    Example:
+
+    ```mlir
+    scf.forall (%b, %h) in (%nb, 4) {
+      scf.for %c = %c0 to %n step %c1 {
+        %tile = memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+        linalg.fill ins(%zero : f32) outs(%tile : memref<64x64xf32>)
+      }
+    } {fwp.kernel = "k"}
+    ```
+
+    becomes
+
+    ```mlir
+    scf.forall (%b, %h) in (%nb, 4) {
+      scf.for %c = %c0 to %n step %c1 {
+        memref.alloca_scope {
+          %tile = memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
+          linalg.fill ins(%zero : f32) outs(%tile : memref<64x64xf32>)
+        }
+      }
+    } {fwp.kernel = "k"}
+    ```
+  }];
+  let options = [
+    Option<"maxTileBytes", "max-tile-bytes", "int64_t", "64 * 1024",
+           "largest tile put on the stack">,
+    Option<"maxKernelBytes", "max-kernel-bytes", "int64_t", "1024 * 1024",
+           "most bytes of tiles on the stack per kernel instance">,
+  ];
+}
+
 def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors", "::mlir::func::FuncOp"> {
   let summary = "Lower the tile operations inside fwp kernels to CPU vectors";
   let description = [{
