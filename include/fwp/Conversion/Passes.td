@@ -252,6 +252,12 @@ def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors", "::mlir::func::FuncOp"> {
     vector operation is lowered to 1-D loads, stores, broadcasts and FMAs
     that LLVM maps onto the host's vector units (AVX-512 where it has it).
     Tiles must have static shapes; linalg outside kernels is left alone.
+
+    A product that reads its right operand transposed (C += A B^T, as the
+    chunks' Gram matrices K K^T) with more rows than a register block first
+    copies B^T into a stack tile (up to 64 KiB) in 8 x 8 blocks, transposed
+    in registers: otherwise every k step of every block of rows would load
+    a column of B one scalar at a time (2.4x the time of A B per flop).
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t",
