@@ -13,6 +13,7 @@
 #include "fwp/Conversion/Passes.h"
 #include "fwp/Transforms/Kernels.h"
 
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace fwp {
@@ -72,6 +73,16 @@ void scopeLoopBody(RewriterBase &rewriter, scf::ForOp loop) {
                            [&] { yield->setOperands(scope.getResults()); });
 }
 
+/// Whether every loop between `alloc` and `kernel` is an scf.for, whose
+/// body this pass scopes.
+bool onlyForLoopsBetween(memref::AllocOp alloc, scf::ForallOp kernel) {
+  for (Operation *parent = alloc->getParentOp(); parent != kernel;
+       parent = parent->getParentOp())
+    if (isa<LoopLikeOpInterface>(parent) && !isa<scf::ForOp>(parent))
+      return false;
+  return true;
+}
+
 struct StackTilesPass : impl::FwpStackTilesBase<StackTilesPass> {
   using FwpStackTilesBase::FwpStackTilesBase;
 
@@ -88,7 +99,8 @@ struct StackTilesPass : impl::FwpStackTilesBase<StackTilesPass> {
     kernel.getBody()->walk([&](memref::AllocOp alloc) {
       MemRefType type = alloc.getType();
       if (type.hasStaticShape() && type.getLayout().isIdentity() &&
-          bytesOf(type) <= maxTileBytes && !escapes(alloc))
+          bytesOf(type) <= maxTileBytes && !escapes(alloc) &&
+          onlyForLoopsBetween(alloc, kernel))
         tiles.push_back(alloc);
     });
     llvm::stable_sort(tiles, [](memref::AllocOp a, memref::AllocOp b) {

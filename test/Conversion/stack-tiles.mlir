@@ -37,7 +37,8 @@ func.func @tiles(%n: index, %out: memref<64x64xf32>) {
 // -----
 
 // Left on the heap: a tile a loop yields (through a view), a dynamic one,
-// one over 64 KiB, and one outside any kernel.
+// one over 64 KiB, one in a loop other than scf.for (whose body has no
+// scope), and one outside any kernel.
 // CHECK-LABEL: func @heap
 // CHECK-NOT: memref.alloca
 // CHECK: return
@@ -57,6 +58,10 @@ func.func @heap(%n: index, %rows: index) {
     }
     %large = memref.alloc() : memref<128x256xf32>
     linalg.fill ins(%zero : f32) outs(%large : memref<128x256xf32>)
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+      %row = memref.alloc() : memref<16xf32>
+      linalg.fill ins(%zero : f32) outs(%row : memref<16xf32>)
+    }
   } {fwp.kernel = "k"}
   return
 }
