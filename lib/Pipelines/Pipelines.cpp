@@ -142,12 +142,12 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
                                              kCpuCausalBlock,
                                              /*fuse=*/true},
       options.chunkStages);
-  // The host frees its workspace. (The PTX pipeline leaves the host side to
-  // the runtime, and canonicalising the kernels before they are mapped to
-  // threads made ptxas spill, so it skips both.)
   // The kernels' tiles on the stack, popped per chunk, rather than a
   // malloc and free each.
   pm.addNestedPass<func::FuncOp>(createFwpStackTiles());
+  // The host frees its workspace. (The PTX pipeline leaves the host side to
+  // the runtime, and canonicalising the kernels before they are mapped to
+  // threads made ptxas spill, so it skips both.)
   bufferization::buildBufferDeallocationPipeline(pm);
   // The kernels' tiles and the dense layers onto the vector units. With
   // gpu-tiling the dense layers take the GPU's tiling first, and their
