@@ -4,9 +4,13 @@
 // matrix, its products) a heap buffer, allocated and freed on every pass
 // through the kernel's body: millions of malloc and free calls per training
 // step. The tiles have static shapes and die where they are made, so they
-// go on the stack instead: an allocation is a stack pointer bump, and the
-// alloca scopes around each instance's body (SCFToOpenMP's) and around the
-// body of each loop inside a kernel (made here) pop them again.
+// go on the stack instead, allocated once at the start of the kernel's body
+// (the OpenMP loop's alloca scope, SCFToOpenMP's, pops them after each
+// instance). A tile made inside a loop of the kernel is made there once for
+// all its iterations: each iteration writes it before reading it, and none
+// reads another's. (An alloca left inside the loop would grow the stack on
+// every iteration: an alloca scope around the loop's body would pop it, but
+// the canonicalizer inlines such scopes.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,27 +58,8 @@ bool escapes(memref::AllocOp alloc) {
   return false;
 }
 
-/// Wraps the body of `loop` (all but its yield) in an alloca scope that
-/// returns what it yields, so that each iteration's allocas are popped.
-void scopeLoopBody(RewriterBase &rewriter, scf::ForOp loop) {
-  Block *body = loop.getBody();
-  auto yield = cast<scf::YieldOp>(body->getTerminator());
-  rewriter.setInsertionPointToStart(body);
-  auto scope = memref::AllocaScopeOp::create(rewriter, loop.getLoc(),
-                                             yield.getOperandTypes());
-  Block *scopeBody = rewriter.createBlock(&scope.getBodyRegion());
-  scopeBody->getOperations().splice(scopeBody->end(), body->getOperations(),
-                                    std::next(scope->getIterator()),
-                                    yield->getIterator());
-  rewriter.setInsertionPointToEnd(scopeBody);
-  memref::AllocaScopeReturnOp::create(rewriter, loop.getLoc(),
-                                      yield.getOperands());
-  rewriter.modifyOpInPlace(yield,
-                           [&] { yield->setOperands(scope.getResults()); });
-}
-
 /// Whether every loop between `alloc` and `kernel` is an scf.for, whose
-/// body this pass scopes.
+/// iterations run one after the other and can share the tile.
 bool onlyForLoopsBetween(memref::AllocOp alloc, scf::ForallOp kernel) {
   for (Operation *parent = alloc->getParentOp(); parent != kernel;
        parent = parent->getParentOp())
@@ -107,21 +92,15 @@ struct StackTilesPass : impl::FwpStackTilesBase<StackTilesPass> {
       return bytesOf(a.getType()) < bytesOf(b.getType());
     });
     int64_t total = 0;
-    llvm::SetVector<scf::ForOp> loops;
     for (memref::AllocOp alloc : tiles) {
       total += bytesOf(alloc.getType());
       if (total > maxKernelBytes)
         break;
-      for (auto loop = alloc->getParentOfType<scf::ForOp>();
-           loop && kernel->isProperAncestor(loop);
-           loop = loop->getParentOfType<scf::ForOp>())
-        loops.insert(loop);
-      rewriter.setInsertionPoint(alloc);
-      rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType(),
-                                                    alloc.getAlignmentAttr());
+      rewriter.setInsertionPointToStart(kernel.getBody());
+      auto tile = memref::AllocaOp::create(
+          rewriter, alloc.getLoc(), alloc.getType(), alloc.getAlignmentAttr());
+      rewriter.replaceOp(alloc, tile);
     }
-    for (scf::ForOp loop : loops)
-      scopeLoopBody(rewriter, loop);
   }
 };
 

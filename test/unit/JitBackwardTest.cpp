@@ -290,6 +290,30 @@ TEST(ChunkStagesOnTheHost, BackwardMatchesReference) {
   }
 }
 
+/// A long sequence through the stages: the fused kernels' chunk loops run
+/// 64 times with tiles of 64 x 128 floats on the stack, which must stay
+/// there once, not once per chunk (a stack that grew with every chunk
+/// overflowed here), forward and backward against the float64 reference.
+TEST(ChunkStagesOnTheHost, LongSequenceInBoundedStack) {
+  if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
+    GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
+  const Case c{Rule::Delta, 1, 32, 2, 64, 4096, 1};
+  fwp::jit::CompileOptions options;
+  options.cpuChunkStages = true;
+  auto kernel = fwp::jit::compileUncached(
+      c.desc(DType::F32, fwp::test::kBackend), options);
+  Problem p = makeProblem(c, DType::F32, 43);
+  std::vector<double> y = fwp::test::runForwardAnyType(*kernel, p);
+  EXPECT_LE(
+      relativeError(y, fwp::ref::attention(p.config, p.shape, p.x, p.params).y),
+      1e-4)
+      << "y";
+  std::string line;
+  compareGradients(runBackward(*kernel, p, p.dy), referenceGradients(p, p.dy),
+                   c.rule, 1e-4, line);
+  std::printf("[ relerr   ] f32 %s:%s\n", c.name().c_str(), line.c_str());
+}
+
 //===----------------------------------------------------------------------===//
 // Finite differences of the compiled forward
 //===----------------------------------------------------------------------===//
