@@ -97,7 +97,7 @@ public:
     mlir::Value tile;
   };
   /// All the rows of (bi, h) in the per-step tensor `perStep` of `steps`
-  /// steps, as a `steps x width` tile.
+  /// steps, as a `steps x width` tile (`steps` for width 0: the gates).
   View headRows(mlir::Value perStep, mlir::Value bi, mlir::Value h,
                 mlir::Value steps, int64_t width);
   /// All the per-chunk states of (bi, h) in `states` [B, H, N, rows, cols],
@@ -119,6 +119,10 @@ public:
   /// into that region of dest, so that bufferization writes in place rather
   /// than calling memref.copy, which the runtime's modules cannot link).
   mlir::Value place(mlir::Value source, mlir::Value dest, const Slice &slice);
+  /// `dest` with the region `slice` overwritten by the transpose of the 2-d
+  /// `source` (linalg.transpose into that region).
+  mlir::Value placeTransposed(mlir::Value source, mlir::Value dest,
+                              const Slice &slice);
   /// `source` copied into a new tensor (linalg.copy).
   mlir::Value copy(mlir::Value source);
   /// The transpose of a 2-d tile (linalg.transpose).
@@ -231,6 +235,17 @@ mlir::Value chunkOutput(ChunkTiles &tiles, mlir::Value queries, KeyTile keys,
 
 /// One chunk's steps of the backward (docs/delta-rule-math.md, section 5),
 /// given the state S at its start and the gradient dS of its end state.
+
+/// The gradient of the chunk's writes, dU = tril(Q K^T)^T dY + K dS^T.
+mlir::Value chunkWritesGrad(ChunkTiles &tiles, mlir::Value queries,
+                            mlir::Value keys, mlir::Value dy,
+                            mlir::Value endGrad);
+/// The gradient of the chunk's start state, dS + dY^T Q - dU^T Wt (no Wt
+/// term for the sum rule: `wt` null), accumulated into `endGrad`'s tile:
+/// nothing may read dS after it.
+mlir::Value chunkStartGrad(ChunkTiles &tiles, mlir::Value queries,
+                           mlir::Value dy, mlir::Value du, mlir::Value wt,
+                           mlir::Value endGrad);
 struct QkGradTiles {
   mlir::Value dq, dk, dwt;
 };

@@ -9,8 +9,17 @@
 //   dQ, dK1, dWt = QkGrad(Q, K, U, dY, dU, S, dS);
 //   dK2, dV, db  = WyGrad(K, V, b, dU, dWt);  dK = dK1 + dK2
 //
-// The steps are those of the two operations' own lowerings
-// (ChunkLowering.h).
+// Where the pair's dU and end-state gradients dS come from a
+// fwp.chunk_states_grad that nothing else reads, the three are one
+// scf.forall over (batch, head) instead, the chunks last to first, dS
+// carried (as fwp-tile-scan's fused backward, and the CPU's choice for the
+// same reason as the fused forward: a chunk's tiles stay in its core's
+// caches, and neither dU nor the per-chunk dS is ever stored):
+//
+//   dU = tril(Q K^T)^T dY + K dS^T;  the pair's gradients;
+//   dS = dS + dY^T Q - dU^T Wt
+//
+// The steps are those of the operations' own lowerings (ChunkLowering.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +62,142 @@ FailureOr<BackwardPair> matchBackwardPair(ChunkWyGradOp wy,
     return failure();
   return BackwardPair{qk, sum};
 }
+
+/// The states' gradient whose dU and dS feed `pair` alone, with the same
+/// inputs, chunk size and layout.
+FailureOr<ChunkStatesGradOp> matchStatesGrad(const BackwardPair &pair,
+                                             ChunkWyGradOp wy,
+                                             PatternRewriter &rewriter) {
+  ChunkQkGradOp qk = pair.qk;
+  auto states = qk.getDh().getDefiningOp<ChunkStatesGradOp>();
+  if (!states || states.getDu() != qk.getDu() || !states.getWt() ||
+      !onlyUsedBy(states.getDh(), qk) ||
+      llvm::any_of(states.getDu().getUsers(),
+                   [&](Operation *user) { return user != qk && user != wy; }) ||
+      states.getQ() != qk.getQ() || states.getK() != qk.getK() ||
+      states.getDy() != qk.getDy() ||
+      states.getChunkSize() != qk.getChunkSize() ||
+      states.getBatchFirst() != qk.getBatchFirst())
+    return rewriter.notifyMatchFailure(wy, "dU and dS not from the states");
+  // The kernel takes the states' gradient's place.
+  DominanceInfo dominance(states->getParentOp());
+  for (Value operand : {qk.getU(), qk.getH(), wy.getV(), wy.getBeta()})
+    if (!dominance.properlyDominates(operand, states))
+      return rewriter.notifyMatchFailure(wy, "operands after the states");
+  return states;
+}
+
+/// Lowers the states' gradient and the pair as one kernel over (batch,
+/// head).
+struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
+  FuseStatesBackward(MLIRContext *context)
+      : OpRewritePattern(context, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(ChunkWyGradOp wy,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<BackwardPair> pair = matchBackwardPair(wy, rewriter);
+    if (failed(pair))
+      return failure();
+    FailureOr<ChunkStatesGradOp> statesGrad =
+        matchStatesGrad(*pair, wy, rewriter);
+    if (failed(statesGrad))
+      return failure();
+    ChunkQkGradOp qk = pair->qk;
+    ChunkStatesGradOp states = *statesGrad;
+
+    rewriter.setInsertionPoint(states);
+    ImplicitLocOpBuilder b(wy.getLoc(), rewriter);
+    auto qType = cast<RankedTensorType>(qk.getQ().getType());
+    Type element = qType.getElementType();
+    ChunkTiles tiles(b, element, wy.getChunkSize(), wy.getBatchFirst());
+    int64_t features = qType.getDimSize(3);
+    int64_t values = cast<RankedTensorType>(wy.getV().getType()).getDimSize(3);
+    Value steps = tiles.stepDim(qk.getQ(), 0);
+    Value chunks = tiles.numChunks(steps);
+    SmallVector<Value> bounds = {tiles.stepDim(qk.getQ(), 1),
+                                 tiles.stepDim(qk.getQ(), 2)};
+    Value outputs[] = {tiles.emptyLike(qk.getQ()), tiles.emptyLike(qk.getK()),
+                       tiles.emptyLike(wy.getV()),
+                       tiles.emptyLike(wy.getBeta()),
+                       tiles.emptyState(states.getDInitial(), bounds)};
+    int64_t widths[] = {features, features, values, 0};
+    OpFoldResult zero = b.getIndexAttr(0);
+
+    auto forall = buildForall(
+        b, "chunk_backward", bounds, outputs,
+        [&](ValueRange point, ValueRange outs) {
+          Value bi = point[0], h = point[1];
+          // dQ, dK, dV and db of (batch, head), then the state's gradient.
+          SmallVector<ChunkTiles::View> heads;
+          SmallVector<Value> init;
+          for (int i = 0; i < 4; ++i) {
+            heads.push_back(tiles.headRows(outs[i], bi, h, steps, widths[i]));
+            init.push_back(heads.back().tile);
+          }
+          ChunkTiles::Slice stateSlice = tiles.perHead(
+              bi, h, {b.getIndexAttr(values), b.getIndexAttr(features)});
+          init.push_back(tiles.startState(states.getDFinal(), stateSlice,
+                                          values, features));
+
+          auto loop = scf::ForOp::create(
+              b, tiles.index(0), chunks, tiles.index(1), init,
+              [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
+                ImplicitLocOpBuilder cb(loc, nb);
+                ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
+                Value last = arith::SubIOp::create(cb, chunks, t.index(1));
+                Value c = arith::SubIOp::create(cb, last, i);
+                Value ds = carried[4];
+                auto [t0, len] = t.span(c, steps);
+                auto load = [&](Value perStep) {
+                  return t.loadRows(perStep, bi, h, t0, len);
+                };
+                Value queries = load(qk.getQ()), keys = load(qk.getK());
+                Value dy = load(qk.getDy());
+                Value du = chunkWritesGrad(t, queries, keys, dy, ds);
+                QkGradTiles qkGrads = chunkQkGrad(
+                    t, queries, keys, load(qk.getU()), dy, du,
+                    t.chunkState(qk.getH(), bi, h, c, values, features), ds);
+                WyGradTiles wyGrads =
+                    chunkWyGrad(t, keys, load(wy.getV()), load(wy.getBeta()),
+                                du, qkGrads.dwt);
+                Value grads[] = {qkGrads.dq, t.add(qkGrads.dk, wyGrads.dk),
+                                 wyGrads.dv, wyGrads.dbeta};
+                SmallVector<Value> yielded;
+                for (int j = 0; j < 4; ++j) {
+                  SmallVector<OpFoldResult> offsets = {t0}, sizes = {len};
+                  if (widths[j]) {
+                    offsets.push_back(zero);
+                    sizes.push_back(cb.getIndexAttr(widths[j]));
+                  }
+                  yielded.push_back(t.place(t.firstRows(grads[j], len),
+                                            carried[j],
+                                            t.region(offsets, sizes)));
+                }
+                // Last: it accumulates into dS's tile.
+                yielded.push_back(chunkStartGrad(t, queries, dy, du,
+                                                 load(states.getWt()), ds));
+                scf::YieldOp::create(cb, yielded);
+              });
+          SmallVector<ParallelStore> stores;
+          for (int j = 0; j < 4; ++j)
+            stores.push_back({loop.getResult(j), outs[j], heads[j].slice});
+          stores.push_back(
+              {tiles.copyTo(loop.getResult(4), outs[4], stateSlice), outs[4],
+               stateSlice});
+          return stores;
+        });
+    rewriter.replaceAllUsesWith(qk.getDq(), forall.getResult(0));
+    rewriter.replaceAllUsesWith(pair->sum.getResult(0), forall.getResult(1));
+    rewriter.replaceAllUsesWith(wy.getDv(), forall.getResult(2));
+    rewriter.replaceAllUsesWith(wy.getDbeta(), forall.getResult(3));
+    rewriter.replaceAllUsesWith(states.getDInitial(), forall.getResult(4));
+    rewriter.eraseOp(pair->sum);
+    rewriter.eraseOp(wy);
+    rewriter.eraseOp(qk);
+    rewriter.eraseOp(states);
+    return success();
+  }
+};
 
 struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -116,7 +261,7 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
 } // namespace
 
 void populateFuseChunkBackwardPattern(RewritePatternSet &patterns) {
-  patterns.add<FuseChunkBackward>(patterns.getContext());
+  patterns.add<FuseStatesBackward, FuseChunkBackward>(patterns.getContext());
 }
 
 } // namespace fwp

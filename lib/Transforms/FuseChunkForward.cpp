@@ -1,17 +1,18 @@
 //===- FuseChunkForward.cpp - The forward's stages as one kernel ----------===//
 //
-// fwp.chunk_wy -> fwp.chunk_states -> fwp.chunk_output, where nothing else
-// reads the WY form, the start states or the writes, as one scf.forall over
-// (batch, head) and in it the chunks in order, each chunk's steps (the WY
-// form, its writes, its outputs, the next state) on tiles that never leave
+// fwp.chunk_wy -> fwp.chunk_states -> fwp.chunk_output as one scf.forall
+// over (batch, head) and in it the chunks in order, each chunk's steps (the
+// WY form, its writes, its outputs, the next state) on tiles that stay in
 // the kernel:
 //
 //   Wt, Ut = WY(K, V, b);  U = Ut - Wt S^T;  Y = Q S^T + tril(Q K^T) U;
 //   S = S + U^T K
 //
 // The CPU's choice: a chunk's tiles stay in its core's caches from one step
-// to the next, and the start states are never stored. The steps are those
-// of the three operations' own lowerings (ChunkLowering.h).
+// to the next. What other operations read as well (in a training step the
+// gradients read Wt, U and the start states) the kernel also stores; the
+// rest (Ut, and in the forward everything) never leaves it. The steps are
+// those of the three operations' own lowerings (ChunkLowering.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,36 +26,53 @@ namespace fwp {
 namespace {
 
 /// The forward's three stages as one chain: `wy` (delta rule only) feeds
-/// `states`, which feeds `output` and nothing else, all with one chunk size
-/// and layout.
+/// `states`, which feeds `output`, all with one chunk size and layout.
 struct ForwardChain {
   ChunkWyOp wy;
   ChunkStatesOp states;
   /// The per-step values V: through the WY form (delta), or the writes
   /// themselves (sum).
   Value values;
+  /// The chain's products that operations outside it read too, which the
+  /// kernel stores: Wt, the writes U, the start states h.
+  Value wt, writes, starts;
 };
+
+/// Whether every user of `value` other than `inChain` comes after `anchor`,
+/// where the kernel will stand.
+bool readAfter(Value value, Operation *inChain, Operation *anchor) {
+  DominanceInfo dominance(anchor->getParentOp());
+  return llvm::all_of(value.getUsers(), [&](Operation *user) {
+    return user == inChain || dominance.properlyDominates(anchor, user);
+  });
+}
 
 FailureOr<ForwardChain> matchForwardChain(ChunkOutputOp output,
                                           PatternRewriter &rewriter) {
   auto states = output.getH().getDefiningOp<ChunkStatesOp>();
   if (!states || output.getU() != states.getU() ||
-      output.getK() != states.getK() || !onlyUsedBy(states.getH(), output) ||
-      !onlyUsedBy(states.getU(), output) ||
+      output.getK() != states.getK() ||
       states.getChunkSize() != output.getChunkSize() ||
       states.getBatchFirst() != output.getBatchFirst())
     return rewriter.notifyMatchFailure(output, "not the states' outputs");
-  ForwardChain chain{ChunkWyOp(), states, states.getValues()};
+  ForwardChain chain{ChunkWyOp(), states, states.getValues(), {}, {}, {}};
+  if (!onlyUsedBy(states.getH(), output))
+    chain.starts = states.getH();
+  if (!onlyUsedBy(states.getU(), output))
+    chain.writes = states.getU();
   if (states.getWt()) {
     auto wy = states.getWt().getDefiningOp<ChunkWyOp>();
     if (!wy || states.getValues() != wy.getUt() ||
         states.getWt() != wy.getWt() || wy.getK() != states.getK() ||
-        !onlyUsedBy(wy.getWt(), states) || !onlyUsedBy(wy.getUt(), states) ||
+        !onlyUsedBy(wy.getUt(), states) ||
+        !readAfter(wy.getWt(), states, states) ||
         wy.getChunkSize() != states.getChunkSize() ||
         wy.getBatchFirst() != states.getBatchFirst())
       return rewriter.notifyMatchFailure(output, "not the WY form's states");
     chain.wy = wy;
     chain.values = wy.getV();
+    if (!onlyUsedBy(wy.getWt(), states))
+      chain.wt = wy.getWt();
   }
   if (chain.values.getType() != output.getType())
     return rewriter.notifyMatchFailure(output, "values unlike the outputs");
@@ -92,32 +110,59 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     Value chunks = tiles.numChunks(steps);
     SmallVector<Value> bounds = {tiles.stepDim(states.getK(), 1),
                                  tiles.stepDim(states.getK(), 2)};
-    Value outputs[] = {
+    // Shared outs: Y, the final state, then those of `stored` that are set.
+    Value stored[] = {chain->wt, chain->writes, chain->starts};
+    SmallVector<Value> outputs = {
         tiles.emptyLike(v),
         tiles.emptyState(states.getFinalState(), {bounds[0], bounds[1]})};
-    OpFoldResult zero = b.getIndexAttr(0);
+    // (Sizes from the chain's operands: the stored values' own uses are
+    // about to be replaced.)
+    if (chain->wt)
+      outputs.push_back(tiles.emptyLike(states.getK()));
+    if (chain->writes)
+      outputs.push_back(tiles.emptyLike(v));
+    if (chain->starts)
+      outputs.push_back(
+          tiles.emptyState(chain->starts, {bounds[0], bounds[1], chunks}));
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
 
     auto forall = buildForall(
         b, "chunk_forward", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          ChunkTiles::View headRows =
-              tiles.headRows(outs[0], bi, h, steps, values);
+          // The (batch, head) parts of the per-step and per-chunk results,
+          // carried through the chunk loop after the state.
+          SmallVector<ChunkTiles::View> heads = {
+              tiles.headRows(outs[0], bi, h, steps, values)};
+          unsigned next = 2;
+          if (chain->wt)
+            heads.push_back(
+                tiles.headRows(outs[next++], bi, h, steps, features));
+          if (chain->writes)
+            heads.push_back(tiles.headRows(outs[next++], bi, h, steps, values));
+          if (chain->starts)
+            heads.push_back(tiles.headStates(outs[next++], bi, h, chunks,
+                                             values, features));
           ChunkTiles::Slice finalSlice = tiles.perHead(
               bi, h, {b.getIndexAttr(values), b.getIndexAttr(features)});
           // The state held transposed (StateTile): once per (batch, head)
           // on the way in and out.
-          Value state = tiles.transpose(tiles.startState(
-              states.getInitial(), finalSlice, values, features));
+          SmallVector<Value> init = {tiles.transpose(tiles.startState(
+              states.getInitial(), finalSlice, values, features))};
+          for (const ChunkTiles::View &head : heads)
+            init.push_back(head.tile);
 
           auto loop = scf::ForOp::create(
-              b, tiles.index(0), chunks, tiles.index(1),
-              ValueRange{state, headRows.tile},
+              b, tiles.index(0), chunks, tiles.index(1), init,
               [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
                 ChunkTiles chunk(cb, element, tiles.chunk, tiles.batchFirst);
                 Value s = carried[0];
                 auto [t0, len] = chunk.span(c, steps);
+                auto rowsOf = [&](int64_t width) {
+                  return chunk.region({t0, zero},
+                                      {len, cb.getIndexAttr(width)});
+                };
                 Value keyTile = chunk.loadRows(states.getK(), bi, h, t0, len);
                 KeyTile keys(keyTile, chunk.transpose(keyTile));
                 Value vals = chunk.loadRows(v, bi, h, t0, len);
@@ -134,19 +179,43 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                 Value y = chunkOutput(
                     chunk, chunk.loadRows(output.getQ(), bi, h, t0, len), keys,
                     u, held);
-                Value rows = chunk.place(
-                    chunk.firstRows(y, len), carried[1],
-                    chunk.region({t0, zero}, {len, cb.getIndexAttr(values)}));
-                scf::YieldOp::create(
-                    cb, ValueRange{chunkNextState(chunk, u, keys, held), rows});
+                SmallVector<Value> yielded = {
+                    Value(), chunk.place(chunk.firstRows(y, len), carried[1],
+                                         rowsOf(values))};
+                unsigned at = 2;
+                if (chain->wt)
+                  yielded.push_back(chunk.place(chunk.firstRows(wt, len),
+                                                carried[at++],
+                                                rowsOf(features)));
+                if (chain->writes)
+                  yielded.push_back(chunk.place(chunk.firstRows(u, len),
+                                                carried[at++], rowsOf(values)));
+                if (chain->starts)
+                  yielded.push_back(chunk.placeTransposed(
+                      s, carried[at++],
+                      chunk.region({c, zero, zero},
+                                   {one, cb.getIndexAttr(values),
+                                    cb.getIndexAttr(features)})));
+                // Last: the next state accumulates into the state's tile,
+                // which nothing may read after it.
+                yielded[0] = chunkNextState(chunk, u, keys, held);
+                scf::YieldOp::create(cb, yielded);
               });
-          return SmallVector<ParallelStore>{
-              {loop.getResult(1), outs[0], headRows.slice},
+          SmallVector<ParallelStore> stores = {
+              {loop.getResult(1), outs[0], heads[0].slice},
               {tiles.copyTo(tiles.transpose(loop.getResult(0)), outs[1],
                             finalSlice),
                outs[1], finalSlice}};
+          for (unsigned i = 1; i < heads.size(); ++i)
+            stores.push_back(
+                {loop.getResult(i + 1), outs[i + 1], heads[i].slice});
+          return stores;
         });
     rewriter.replaceAllUsesWith(states.getFinalState(), forall.getResult(1));
+    unsigned result = 2;
+    for (Value value : stored)
+      if (value)
+        rewriter.replaceAllUsesWith(value, forall.getResult(result++));
     rewriter.replaceOp(output, forall.getResult(0));
     rewriter.eraseOp(states);
     if (wy)

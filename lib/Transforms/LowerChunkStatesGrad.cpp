@@ -15,6 +15,26 @@
 using namespace mlir;
 
 namespace fwp {
+
+Value chunkWritesGrad(ChunkTiles &tiles, Value queries, Value keys, Value dy,
+                      Value endGrad) {
+  int64_t values = cast<RankedTensorType>(dy.getType()).getDimSize(1);
+  Value scores = tiles.lowerTriangle(
+      tiles.lowerProduct(ProductForm::NT, Triangular::Result, queries, keys,
+                         tiles.zeros({tiles.chunk, tiles.chunk})));
+  Value du = tiles.product(ProductForm::TN, scores, dy,
+                           tiles.zeros({tiles.chunk, values}));
+  return tiles.product(ProductForm::NT, keys, endGrad, du);
+}
+
+Value chunkStartGrad(ChunkTiles &tiles, Value queries, Value dy, Value du,
+                     Value wt, Value endGrad) {
+  Value start = tiles.product(ProductForm::TN, dy, queries, endGrad);
+  if (!wt)
+    return start;
+  return tiles.product(ProductForm::TN, du, wt, start, /*subtract=*/true);
+}
+
 namespace {
 
 struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
@@ -72,18 +92,11 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
                 Value queries = t.loadRows(op.getQ(), bi, h, t0, len);
                 Value keys = t.loadRows(op.getK(), bi, h, t0, len);
                 Value dy = t.loadRows(op.getDy(), bi, h, t0, len);
-                Value scores = t.lowerTriangle(
-                    t.lowerProduct(ProductForm::NT, Triangular::Result, queries,
-                                   keys, t.zeros({t.chunk, t.chunk})));
-                Value du = t.product(ProductForm::TN, scores, dy,
-                                     t.zeros({t.chunk, values}));
-                du = t.product(ProductForm::NT, keys, ds, du);
-                Value next = t.product(ProductForm::TN, dy, queries, ds);
-                if (op.getWt()) {
-                  Value wt = t.loadRows(op.getWt(), bi, h, t0, len);
-                  next = t.product(ProductForm::TN, du, wt, next,
-                                   /*subtract=*/true);
-                }
+                Value du = chunkWritesGrad(t, queries, keys, dy, ds);
+                Value wt;
+                if (op.getWt())
+                  wt = t.loadRows(op.getWt(), bi, h, t0, len);
+                Value next = chunkStartGrad(t, queries, dy, du, wt, ds);
                 Value rows = t.place(t.firstRows(du, len), carried[2],
                                      t.region({t0, zero}, {len, valuesSize}));
                 scf::YieldOp::create(cb, ValueRange{next, grads, rows});

@@ -155,7 +155,10 @@ Value ChunkTiles::chunkState(Value states, Value bi, Value h, Value c,
 ChunkTiles::View ChunkTiles::headRows(Value perStep, Value bi, Value h,
                                       Value steps, int64_t width) {
   Slice slice = rowsSlice(bi, h, index(0), steps, width);
-  return {slice, extract(perStep, {ShapedType::kDynamic, width}, slice)};
+  SmallVector<int64_t> shape = {ShapedType::kDynamic};
+  if (width > 0)
+    shape.push_back(width);
+  return {slice, extract(perStep, shape, slice)};
 }
 
 ChunkTiles::View ChunkTiles::headStates(Value states, Value bi, Value h,
@@ -184,6 +187,20 @@ Value ChunkTiles::place(Value source, Value dest, const Slice &slice) {
   return tensor::InsertSliceOp::create(b, copyTo(source, dest, slice), dest,
                                        slice.offsets, slice.sizes,
                                        slice.strides);
+}
+
+Value ChunkTiles::placeTransposed(Value source, Value dest,
+                                  const Slice &slice) {
+  auto type = cast<RankedTensorType>(source.getType());
+  auto targetType =
+      RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, element);
+  Value target = tensor::ExtractSliceOp::create(
+      b, targetType, dest, slice.offsets, slice.sizes, slice.strides);
+  Value transposed =
+      linalg::TransposeOp::create(b, source, target, ArrayRef<int64_t>{1, 0})
+          .getResult()[0];
+  return tensor::InsertSliceOp::create(b, transposed, dest, slice.offsets,
+                                       slice.sizes, slice.strides);
 }
 
 Value ChunkTiles::transpose(Value tile) {

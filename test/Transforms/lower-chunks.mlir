@@ -181,16 +181,25 @@ func.func @forward_dpfp_read(%q: tensor<40x2x4x8xf32>,
 
 // -----
 
-// Start states that something else reads as well stay a stage of their
-// own.
-// FUSED-LABEL: func @start_states_read
-// FUSED: {fwp.kernel = "chunk_wy"}
-// FUSED: {fwp.kernel = "chunk_states"}
-// FUSED: {fwp.kernel = "chunk_output"}
-func.func @start_states_read(%q: tensor<40x2x4x32xf32>,
-                             %k: tensor<40x2x4x32xf32>,
-                             %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
-    -> (tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>) {
+// What other operations read as well (a training step's gradients read
+// Wt, the writes and the start states) the fused kernel stores too: its
+// results after Y and the final state, each chunk's start state transposed
+// back into its slot.
+// FUSED-LABEL: func @stored_for_gradients
+// FUSED-NOT: fwp.chunk_
+// FUSED: %[[KERNEL:.*]]:5 = scf.forall
+// FUSED: scf.for {{.*}} -> (tensor<32x8xf32>, tensor<?x8xf32>, tensor<?x32xf32>, tensor<?x8xf32>, tensor<?x8x32xf32>)
+// FUSED: %[[START:.*]] = linalg.transpose ins(%{{.*}} : tensor<32x8xf32>) outs(%{{.*}} : tensor<8x32xf32>)
+// FUSED: tensor.insert_slice %[[START]] into %{{.*}}[%{{.*}}, 0, 0] [1, 8, 32]
+// FUSED: {fwp.kernel = "chunk_forward"}
+// FUSED-NOT: fwp.kernel
+// FUSED: return %[[KERNEL]]#0, %[[KERNEL]]#2, %[[KERNEL]]#3, %[[KERNEL]]#4
+func.func @stored_for_gradients(%q: tensor<40x2x4x32xf32>,
+                                %k: tensor<40x2x4x32xf32>,
+                                %v: tensor<40x2x4x8xf32>,
+                                %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32>) {
   %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
       : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
       -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
@@ -200,7 +209,31 @@ func.func @start_states_read(%q: tensor<40x2x4x32xf32>,
   %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
       : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
         tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
-  return %y, %h : tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>
+  return %y, %wt, %u, %h : tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>
+}
+
+// -----
+
+// Ut read elsewhere keeps the stages apart: the kernel never forms it
+// whole.
+// FUSED-LABEL: func @ut_read
+// FUSED: {fwp.kernel = "chunk_wy"}
+// FUSED: {fwp.kernel = "chunk_states"}
+// FUSED: {fwp.kernel = "chunk_output"}
+func.func @ut_read(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                   %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
+  return %y, %ut : tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
 }
 
 // -----
@@ -376,6 +409,81 @@ func.func @dwt_read(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 }
 
 // -----
+
+// With the states' gradient feeding the pair alone, the three are one
+// kernel over (batch, head) whose loop runs over the chunks last to first,
+// carrying dQ, dK, dV and dbeta's rows and the 8 x 32 state gradient; dU
+// and the per-chunk dS are never stored, and the initial state's gradient
+// is its fifth result.
+// FUSED-BACK-LABEL: func @backward_with_states
+// FUSED-BACK-NOT: fwp.chunk_
+// FUSED-BACK: %[[KERNEL:.*]]:5 = scf.forall (%{{.*}}, %{{.*}}) in
+// FUSED-BACK: scf.for {{.*}} -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x8xf32>, tensor<?xf32>, tensor<8x32xf32>)
+// FUSED-BACK: {fwp.kernel = "chunk_backward"}
+// FUSED-BACK-NOT: fwp.kernel
+// FUSED-BACK: return %[[KERNEL]]#0, %[[KERNEL]]#1, %[[KERNEL]]#2, %[[KERNEL]]#3, %[[KERNEL]]#4
+func.func @backward_with_states(%q: tensor<40x2x4x32xf32>,
+                                %k: tensor<40x2x4x32xf32>,
+                                %v: tensor<40x2x4x8xf32>,
+                                %b: tensor<40x2x4xf32>,
+                                %wt: tensor<40x2x4x32xf32>,
+                                %u: tensor<40x2x4x8xf32>,
+                                %h: tensor<2x4x3x8x32xf32>,
+                                %dy: tensor<40x2x4x8xf32>)
+    -> (tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<40x2x4xf32>, tensor<2x4x8x32xf32>) {
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy
+      wt(%wt : tensor<40x2x4x32xf32>) chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+  %dq, %dk1, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+      dwt(tensor<40x2x4x32xf32>)
+  %dk2, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %du, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+  %empty = tensor.empty() : tensor<40x2x4x32xf32>
+  %dk = linalg.add ins(%dk1, %dk2 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>)
+      outs(%empty : tensor<40x2x4x32xf32>) -> tensor<40x2x4x32xf32>
+  return %dq, %dk, %dv, %db, %d0 : tensor<40x2x4x32xf32>,
+      tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+      tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// dU read elsewhere keeps the states' gradient a kernel of its own.
+// FUSED-BACK-LABEL: func @du_read
+// FUSED-BACK: {fwp.kernel = "chunk_states_grad"}
+// FUSED-BACK: {fwp.kernel = "chunk_qk_wy_grad"}
+func.func @du_read(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
+                   %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>,
+                   %wt: tensor<40x2x4x32xf32>, %u: tensor<40x2x4x8xf32>,
+                   %h: tensor<2x4x3x8x32xf32>, %dy: tensor<40x2x4x8xf32>)
+    -> (tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>) {
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy
+      wt(%wt : tensor<40x2x4x32xf32>) chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+  %dq, %dk1, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+      dwt(tensor<40x2x4x32xf32>)
+  %dk2, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %du, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+  %empty = tensor.empty() : tensor<40x2x4x32xf32>
+  %dk = linalg.add ins(%dk1, %dk2 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>)
+      outs(%empty : tensor<40x2x4x32xf32>) -> tensor<40x2x4x32xf32>
+  return %dk, %du : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+}
 
 // With map-kernels, a map's gradient and a map whose features something
 // else reads become kernels over (batch, head, 64 rows), the op on a block's

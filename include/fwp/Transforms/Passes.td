@@ -111,16 +111,22 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     named after its operation).
 
     With `fuse-forward`, the forward's three operations (`fwp.chunk_wy`,
-    `fwp.chunk_states`, `fwp.chunk_output`, where nothing else reads what
-    they pass on) become one kernel, `chunk_forward`: a forall over (batch,
-    head) that takes each chunk through all three steps in turn, its tiles
-    kept in the kernel (the CPU's choice).
+    `fwp.chunk_states`, `fwp.chunk_output`, where nothing else reads `Ut`)
+    become one kernel, `chunk_forward`: a forall over (batch, head) that
+    takes each chunk through all three steps in turn, its tiles kept in the
+    kernel (the CPU's choice). What other operations read as well (`Wt`,
+    the writes `U`, the start states: a training step's gradients) it also
+    stores.
 
     With `fuse-backward`, the delta rule's `fwp.chunk_qk_grad` and
     `fwp.chunk_wy_grad` (where nothing else reads dWt, and the two key
     gradients are only summed) become one kernel over (batch, head, chunk),
     `chunk_qk_wy_grad`: dWt never leaves the kernel, the chunk's keys and
-    dU are read once, and dK is written once.
+    dU are read once, and dK is written once. Where their dU and dS come
+    from a `fwp.chunk_states_grad` that nothing else reads, the three
+    become one kernel over (batch, head) instead, `chunk_backward`, the
+    chunks last to first with dS carried: neither dU nor the per-chunk dS
+    is stored.
 
     A `fwp.dpfp` whose features chunk operations alone read is applied in
     their kernels, to a chunk's rows of its input: the features are never
