@@ -52,6 +52,9 @@ public:
   /// of the per-step tensor `perStep`, whose sequence has `steps` steps.
   llvm::SmallVector<mlir::Value> chunkGrid(mlir::Value perStep,
                                            mlir::Value steps);
+  /// Chunk N - 1 - i of `chunks`: step i of a pass from the last chunk to
+  /// the first.
+  mlir::Value fromLast(mlir::Value i, mlir::Value chunks);
   /// The first step and the length of chunk `c` of `steps` steps.
   std::pair<mlir::Value, mlir::Value> span(mlir::Value c, mlir::Value steps);
 

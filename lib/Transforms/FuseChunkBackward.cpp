@@ -63,6 +63,47 @@ FailureOr<BackwardPair> matchBackwardPair(ChunkWyGradOp wy,
   return BackwardPair{qk, sum};
 }
 
+/// What both kernels share: the pair's sizes, tiles and gradients, and the
+/// pair replaced by a kernel's results.
+struct PairKernel {
+  PairKernel(ImplicitLocOpBuilder &b, const BackwardPair &pair,
+             ChunkWyGradOp wy)
+      : qk(pair.qk), wy(wy), sum(pair.sum),
+        tiles(b, qk.getQ().getType().getElementType(), wy.getChunkSize(),
+              wy.getBatchFirst()),
+        features(qk.getQ().getType().getDimSize(3)),
+        values(wy.getV().getType().getDimSize(3)),
+        steps(tiles.stepDim(qk.getQ(), 0)) {}
+
+  /// Empty dQ, dK, dV and dbeta.
+  SmallVector<Value> gradients() {
+    return {tiles.emptyLike(qk.getQ()), tiles.emptyLike(qk.getK()),
+            tiles.emptyLike(wy.getV()), tiles.emptyLike(wy.getBeta())};
+  }
+  /// The widths of dQ, dK, dV and dbeta's rows (0: a scalar a step).
+  std::array<int64_t, 4> widths() const {
+    return {features, features, values, 0};
+  }
+  /// dQ, the summed dK, dV and dbeta replaced by the first four of
+  /// `results`; the pair erased.
+  void replace(PatternRewriter &rewriter, ValueRange results) {
+    rewriter.replaceAllUsesWith(qk.getDq(), results[0]);
+    rewriter.replaceAllUsesWith(sum.getResult(0), results[1]);
+    rewriter.replaceAllUsesWith(wy.getDv(), results[2]);
+    rewriter.replaceAllUsesWith(wy.getDbeta(), results[3]);
+    rewriter.eraseOp(sum);
+    rewriter.eraseOp(wy);
+    rewriter.eraseOp(qk);
+  }
+
+  ChunkQkGradOp qk;
+  ChunkWyGradOp wy;
+  linalg::AddOp sum;
+  ChunkTiles tiles;
+  int64_t features, values;
+  Value steps;
+};
+
 /// The states' gradient whose dU and dS feed `pair` alone, with the same
 /// inputs, chunk size and layout.
 FailureOr<ChunkStatesGradOp> matchStatesGrad(const BackwardPair &pair,
@@ -102,25 +143,21 @@ struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
         matchStatesGrad(*pair, wy, rewriter);
     if (failed(statesGrad))
       return failure();
-    ChunkQkGradOp qk = pair->qk;
     ChunkStatesGradOp states = *statesGrad;
-
     rewriter.setInsertionPoint(states);
     ImplicitLocOpBuilder b(wy.getLoc(), rewriter);
-    auto qType = cast<RankedTensorType>(qk.getQ().getType());
-    Type element = qType.getElementType();
-    ChunkTiles tiles(b, element, wy.getChunkSize(), wy.getBatchFirst());
-    int64_t features = qType.getDimSize(3);
-    int64_t values = cast<RankedTensorType>(wy.getV().getType()).getDimSize(3);
-    Value steps = tiles.stepDim(qk.getQ(), 0);
+    PairKernel kernel(b, *pair, wy);
+    ChunkQkGradOp qk = kernel.qk;
+    ChunkTiles &tiles = kernel.tiles;
+    Type element = tiles.element;
+    int64_t features = kernel.features, values = kernel.values;
+    Value steps = kernel.steps;
     Value chunks = tiles.numChunks(steps);
     SmallVector<Value> bounds = {tiles.stepDim(qk.getQ(), 1),
                                  tiles.stepDim(qk.getQ(), 2)};
-    Value outputs[] = {tiles.emptyLike(qk.getQ()), tiles.emptyLike(qk.getK()),
-                       tiles.emptyLike(wy.getV()),
-                       tiles.emptyLike(wy.getBeta()),
-                       tiles.emptyState(states.getDInitial(), bounds)};
-    int64_t widths[] = {features, features, values, 0};
+    SmallVector<Value> outputs = kernel.gradients();
+    outputs.push_back(tiles.emptyState(states.getDInitial(), bounds));
+    std::array<int64_t, 4> widths = kernel.widths();
     OpFoldResult zero = b.getIndexAttr(0);
 
     auto forall = buildForall(
@@ -144,8 +181,7 @@ struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
               [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
                 ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
-                Value last = arith::SubIOp::create(cb, chunks, t.index(1));
-                Value c = arith::SubIOp::create(cb, last, i);
+                Value c = t.fromLast(i, chunks);
                 Value ds = carried[4];
                 auto [t0, len] = t.span(c, steps);
                 auto load = [&](Value perStep) {
@@ -186,14 +222,8 @@ struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
                stateSlice});
           return stores;
         });
-    rewriter.replaceAllUsesWith(qk.getDq(), forall.getResult(0));
-    rewriter.replaceAllUsesWith(pair->sum.getResult(0), forall.getResult(1));
-    rewriter.replaceAllUsesWith(wy.getDv(), forall.getResult(2));
-    rewriter.replaceAllUsesWith(wy.getDbeta(), forall.getResult(3));
     rewriter.replaceAllUsesWith(states.getDInitial(), forall.getResult(4));
-    rewriter.eraseOp(pair->sum);
-    rewriter.eraseOp(wy);
-    rewriter.eraseOp(qk);
+    kernel.replace(rewriter, forall.getResults());
     rewriter.eraseOp(states);
     return success();
   }
@@ -207,20 +237,15 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
     FailureOr<BackwardPair> pair = matchBackwardPair(wy, rewriter);
     if (failed(pair))
       return failure();
-    ChunkQkGradOp qk = pair->qk;
-
-    rewriter.setInsertionPoint(qk);
+    rewriter.setInsertionPoint(pair->qk);
     ImplicitLocOpBuilder b(wy.getLoc(), rewriter);
-    auto qType = cast<RankedTensorType>(qk.getQ().getType());
-    Type element = qType.getElementType();
-    ChunkTiles tiles(b, element, wy.getChunkSize(), wy.getBatchFirst());
-    int64_t features = qType.getDimSize(3);
-    int64_t values = cast<RankedTensorType>(wy.getV().getType()).getDimSize(3);
-    Value steps = tiles.stepDim(qk.getQ(), 0);
+    PairKernel kernel(b, *pair, wy);
+    ChunkQkGradOp qk = kernel.qk;
+    ChunkTiles &tiles = kernel.tiles;
+    int64_t features = kernel.features, values = kernel.values;
+    Value steps = kernel.steps;
     SmallVector<Value> bounds = tiles.chunkGrid(qk.getQ(), steps);
-    Value outputs[] = {tiles.emptyLike(qk.getQ()), tiles.emptyLike(qk.getK()),
-                       tiles.emptyLike(wy.getV()),
-                       tiles.emptyLike(wy.getBeta())};
+    SmallVector<Value> outputs = kernel.gradients();
     auto forall = buildForall(
         b, "chunk_qk_wy_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
@@ -247,13 +272,7 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
               store(dk, outs[1], features), store(wyGrads.dv, outs[2], values),
               store(wyGrads.dbeta, outs[3], 0)};
         });
-    rewriter.replaceAllUsesWith(qk.getDq(), forall.getResult(0));
-    rewriter.replaceAllUsesWith(pair->sum.getResult(0), forall.getResult(1));
-    rewriter.replaceAllUsesWith(wy.getDv(), forall.getResult(2));
-    rewriter.replaceAllUsesWith(wy.getDbeta(), forall.getResult(3));
-    rewriter.eraseOp(pair->sum);
-    rewriter.eraseOp(wy);
-    rewriter.eraseOp(qk);
+    kernel.replace(rewriter, forall.getResults());
     return success();
   }
 };

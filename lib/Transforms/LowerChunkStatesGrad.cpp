@@ -82,8 +82,7 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
               [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
                 ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
-                Value last = arith::SubIOp::create(cb, chunks, t.index(1));
-                Value c = arith::SubIOp::create(cb, last, i);
+                Value c = t.fromLast(i, chunks);
                 Value ds = carried[0];
                 Value grads = t.place(
                     ds, carried[1],

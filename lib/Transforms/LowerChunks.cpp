@@ -62,6 +62,11 @@ SmallVector<Value> ChunkTiles::chunkGrid(Value perStep, Value steps) {
   return {stepDim(perStep, 1), stepDim(perStep, 2), numChunks(steps)};
 }
 
+Value ChunkTiles::fromLast(Value i, Value chunks) {
+  Value last = arith::SubIOp::create(b, chunks, index(1));
+  return arith::SubIOp::create(b, last, i);
+}
+
 std::pair<Value, Value> ChunkTiles::span(Value c, Value steps) {
   Value t0 = arith::MulIOp::create(b, c, index(chunk));
   Value rest = arith::SubIOp::create(b, steps, t0);
