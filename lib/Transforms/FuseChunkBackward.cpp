@@ -19,6 +19,9 @@
 //   dU = tril(Q K^T)^T dY + K dS^T;  the pair's gradients;
 //   dS = dS + dY^T Q - dU^T Wt
 //
+// and dQ and dK taken back through DPFP there (fwp.dpfp_grad on the chunk's
+// rows) where the map's gradient alone reads them.
+//
 // The steps are those of the operations' own lowerings (ChunkLowering.h).
 //
 //===----------------------------------------------------------------------===//
@@ -128,6 +131,22 @@ FailureOr<ChunkStatesGradOp> matchStatesGrad(const BackwardPair &pair,
   return states;
 }
 
+/// The fwp.dpfp_grad that alone reads the feature gradient `grad`, its input
+/// of static width and defined before `anchor`: the kernel then takes each
+/// chunk's rows back through the map and stores the input's gradient, 2 nu
+/// times narrower than the features'.
+DpfpGradOp mapGradientOf(Value grad, Operation *anchor) {
+  if (!grad.hasOneUse())
+    return {};
+  auto map = dyn_cast<DpfpGradOp>(*grad.getUsers().begin());
+  if (!map || map.getDFeatures() != grad ||
+      cast<RankedTensorType>(map.getInput().getType()).isDynamicDim(3) ||
+      !DominanceInfo(anchor->getParentOp())
+           .properlyDominates(map.getInput(), anchor))
+    return {};
+  return map;
+}
+
 /// Lowers the states' gradient and the pair as one kernel over (batch,
 /// head).
 struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
@@ -158,6 +177,15 @@ struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
     SmallVector<Value> outputs = kernel.gradients();
     outputs.push_back(tiles.emptyState(states.getDInitial(), bounds));
     std::array<int64_t, 4> widths = kernel.widths();
+    // dQ and dK through their feature maps where those alone read them.
+    DpfpGradOp maps[] = {mapGradientOf(qk.getDq(), states),
+                         mapGradientOf(kernel.sum.getResult(0), states)};
+    for (int j = 0; j < 2; ++j) {
+      if (!maps[j])
+        continue;
+      outputs[j] = tiles.emptyLike(maps[j].getInput());
+      widths[j] = maps[j].getInput().getType().getDimSize(3);
+    }
     OpFoldResult zero = b.getIndexAttr(0);
 
     auto forall = buildForall(
@@ -198,6 +226,13 @@ struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
                                 du, qkGrads.dwt);
                 Value grads[] = {qkGrads.dq, t.add(qkGrads.dk, wyGrads.dk),
                                  wyGrads.dv, wyGrads.dbeta};
+                for (int j = 0; j < 2; ++j)
+                  if (maps[j])
+                    grads[j] = DpfpGradOp::create(
+                        cb,
+                        RankedTensorType::get({t.chunk, widths[j]}, element),
+                        load(maps[j].getInput()), grads[j], maps[j].getNuAttr(),
+                        maps[j].getEpsAttr());
                 SmallVector<Value> yielded;
                 for (int j = 0; j < 4; ++j) {
                   SmallVector<OpFoldResult> offsets = {t0}, sizes = {len};
@@ -223,6 +258,12 @@ struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
           return stores;
         });
     rewriter.replaceAllUsesWith(states.getDInitial(), forall.getResult(4));
+    for (int j = 0; j < 2; ++j) {
+      if (!maps[j])
+        continue;
+      rewriter.replaceAllUsesWith(maps[j].getDInput(), forall.getResult(j));
+      rewriter.eraseOp(maps[j]);
+    }
     kernel.replace(rewriter, forall.getResults());
     rewriter.eraseOp(states);
     return success();

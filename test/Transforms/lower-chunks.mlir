@@ -456,6 +456,54 @@ func.func @backward_with_states(%q: tensor<40x2x4x32xf32>,
 
 // -----
 
+// Feature gradients that only a fwp.dpfp_grad reads go back through the map
+// in the kernel, a chunk's rows at a time: it stores dQ and dK of the map's
+// 8-wide inputs, not of the 32-wide features.
+// FUSED-BACK-LABEL: func @backward_through_maps
+// FUSED-BACK-NOT: fwp.dpfp_grad %arg
+// FUSED-BACK: %[[KERNEL:.*]]:5 = scf.forall {{.*}} -> (tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>,
+// FUSED-BACK: scf.for {{.*}} -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xf32>, tensor<8x32xf32>)
+// FUSED-BACK-COUNT-2: fwp.dpfp_grad %{{.*}}, %{{.*}} nu = 2 : tensor<16x8xf32>, tensor<16x32xf32> -> tensor<16x8xf32>
+// FUSED-BACK: {fwp.kernel = "chunk_backward"}
+// FUSED-BACK-NOT: fwp.dpfp_grad
+// FUSED-BACK: return %[[KERNEL]]#0, %[[KERNEL]]#1
+func.func @backward_through_maps(%x_q: tensor<40x2x4x8xf32>,
+                                 %x_k: tensor<40x2x4x8xf32>,
+                                 %q: tensor<40x2x4x32xf32>,
+                                 %k: tensor<40x2x4x32xf32>,
+                                 %v: tensor<40x2x4x8xf32>,
+                                 %b: tensor<40x2x4xf32>,
+                                 %wt: tensor<40x2x4x32xf32>,
+                                 %u: tensor<40x2x4x8xf32>,
+                                 %h: tensor<2x4x3x8x32xf32>,
+                                 %dy: tensor<40x2x4x8xf32>)
+    -> (tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>) {
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy
+      wt(%wt : tensor<40x2x4x32xf32>) chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+  %dq, %dk1, %dwt = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du
+      chunk_size = 16 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>,
+      tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>
+      dwt(tensor<40x2x4x32xf32>)
+  %dk2, %dv, %db = fwp.chunk_wy_grad %k, %v, %b, %du, %dwt chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>,
+        tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+  %empty = tensor.empty() : tensor<40x2x4x32xf32>
+  %dk = linalg.add ins(%dk1, %dk2 : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>)
+      outs(%empty : tensor<40x2x4x32xf32>) -> tensor<40x2x4x32xf32>
+  %dxq = fwp.dpfp_grad %x_q, %dq nu = 2
+      : tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32> -> tensor<40x2x4x8xf32>
+  %dxk = fwp.dpfp_grad %x_k, %dk nu = 2
+      : tensor<40x2x4x8xf32>, tensor<40x2x4x32xf32> -> tensor<40x2x4x8xf32>
+  return %dxq, %dxk : tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+}
+
+// -----
+
 // dU read elsewhere keeps the states' gradient a kernel of its own.
 // FUSED-BACK-LABEL: func @du_read
 // FUSED-BACK: {fwp.kernel = "chunk_states_grad"}
