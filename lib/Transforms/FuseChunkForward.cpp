@@ -87,6 +87,34 @@ FailureOr<ForwardChain> matchForwardChain(ChunkOutputOp output,
   return chain;
 }
 
+/// What one chunk's steps make in the fused kernel.
+struct ForwardStep {
+  KeyTile keys;
+  Value wt, writes, y;
+};
+
+/// One chunk through the chain, from its rows [t0, t0 + len) of (bi, h) and
+/// the state at its start, `held` transposed.
+ForwardStep forwardStep(ChunkTiles &chunk, ForwardChain chain,
+                        ChunkOutputOp output, StateTile held, Value bi, Value h,
+                        Value t0, Value len) {
+  auto load = [&](Value perStep) {
+    return chunk.loadRows(perStep, bi, h, t0, len);
+  };
+  Value keyTile = load(chain.states.getK());
+  ForwardStep step{KeyTile(keyTile, chunk.transpose(keyTile)), {}, {}, {}};
+  Value vals = load(chain.values);
+  if (chain.wy) {
+    WyTiles form = chunkWy(chunk, step.keys, vals, load(chain.wy.getBeta()));
+    step.wt = form.wt;
+    vals = form.ut;
+  }
+  step.writes = chunkWrites(chunk, vals, step.wt, held);
+  step.y =
+      chunkOutput(chunk, load(output.getQ()), step.keys, step.writes, held);
+  return step;
+}
+
 struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -163,33 +191,21 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                   return chunk.region({t0, zero},
                                       {len, cb.getIndexAttr(width)});
                 };
-                Value keyTile = chunk.loadRows(states.getK(), bi, h, t0, len);
-                KeyTile keys(keyTile, chunk.transpose(keyTile));
-                Value vals = chunk.loadRows(v, bi, h, t0, len);
-                Value wt;
-                if (wy) {
-                  WyTiles form =
-                      chunkWy(chunk, keys, vals,
-                              chunk.loadRows(wy.getBeta(), bi, h, t0, len));
-                  wt = form.wt;
-                  vals = form.ut;
-                }
                 StateTile held(s, /*transposed=*/true);
-                Value u = chunkWrites(chunk, vals, wt, held);
-                Value y = chunkOutput(
-                    chunk, chunk.loadRows(output.getQ(), bi, h, t0, len), keys,
-                    u, held);
+                ForwardStep step =
+                    forwardStep(chunk, *chain, output, held, bi, h, t0, len);
                 SmallVector<Value> yielded = {
-                    Value(), chunk.place(chunk.firstRows(y, len), carried[1],
-                                         rowsOf(values))};
+                    Value(), chunk.place(chunk.firstRows(step.y, len),
+                                         carried[1], rowsOf(values))};
                 unsigned at = 2;
                 if (chain->wt)
-                  yielded.push_back(chunk.place(chunk.firstRows(wt, len),
+                  yielded.push_back(chunk.place(chunk.firstRows(step.wt, len),
                                                 carried[at++],
                                                 rowsOf(features)));
                 if (chain->writes)
-                  yielded.push_back(chunk.place(chunk.firstRows(u, len),
-                                                carried[at++], rowsOf(values)));
+                  yielded.push_back(
+                      chunk.place(chunk.firstRows(step.writes, len),
+                                  carried[at++], rowsOf(values)));
                 if (chain->starts)
                   yielded.push_back(chunk.placeTransposed(
                       s, carried[at++],
@@ -198,7 +214,8 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                                     cb.getIndexAttr(features)})));
                 // Last: the next state accumulates into the state's tile,
                 // which nothing may read after it.
-                yielded[0] = chunkNextState(chunk, u, keys, held);
+                yielded[0] =
+                    chunkNextState(chunk, step.writes, step.keys, held);
                 scf::YieldOp::create(cb, yielded);
               });
           SmallVector<ParallelStore> stores = {
