@@ -142,8 +142,8 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
                                              kCpuCausalBlock,
                                              /*fuse=*/true},
       options.chunkStages);
-  // The kernels' tiles on the stack, popped per chunk, rather than a
-  // malloc and free each.
+  // The kernels' tiles on the stack, made once per kernel instance, rather
+  // than a malloc and free each per chunk.
   pm.addNestedPass<func::FuncOp>(createFwpStackTiles());
   // The host frees its workspace. (The PTX pipeline leaves the host side to
   // the runtime, and canonicalising the kernels before they are mapped to

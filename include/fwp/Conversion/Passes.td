@@ -200,10 +200,12 @@ def FwpStackTiles : Pass<"fwp-stack-tiles", "::mlir::func::FuncOp"> {
     `scf.forall` tagged `fwp.kernel` whose buffer stays in its block (no view
     of it is yielded, returned, passed to a call or stored) becomes a
     `memref.alloca`, up to `max-tile-bytes` a tile and `max-kernel-bytes` a
-    kernel, smallest first (an OpenMP worker's stack is 4 MiB). The body of
-    each `scf.for` inside the kernel that holds one is wrapped in a
-    `memref.alloca_scope`, so that every iteration pops its tiles; the
-    kernel's own body gets its scope from `convert-scf-to-openmp`.
+    kernel, smallest first (an OpenMP worker's stack is 4 MiB), placed at the
+    start of the kernel's body, whose scope `convert-scf-to-openmp` makes.
+    A tile made in an `scf.for` of the kernel is made there once for all
+    the loop's iterations (tiles under other loops stay on the heap): an
+    alloca left in the loop would grow the stack every iteration, and the
+    canonicalizer inlines the alloca scopes that would pop it.
 
     Why: a kernel's tiles are made on every pass through its body, and on
     the heap that was a malloc and a free per tile per chunk.
@@ -223,11 +225,9 @@ def FwpStackTiles : Pass<"fwp-stack-tiles", "::mlir::func::FuncOp"> {
 
     ```mlir
     scf.forall (%b, %h) in (%nb, 4) {
+      %tile = memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
       scf.for %c = %c0 to %n step %c1 {
-        memref.alloca_scope {
-          %tile = memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
-          linalg.fill ins(%zero : f32) outs(%tile : memref<64x64xf32>)
-        }
+        linalg.fill ins(%zero : f32) outs(%tile : memref<64x64xf32>)
       }
     } {fwp.kernel = "k"}
     ```
