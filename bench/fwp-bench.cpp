@@ -1,7 +1,6 @@
 //===- fwp-bench.cpp - Compiled forward against the float64 reference -----===//
 //
-//   fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] [--training]
-//             [--chunk-stages] [--csv FILE]
+//   fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] [--training] [--csv FILE]
 //
 // Times the forward of the whole FastWeightsAttention module compiled by
 // fwp::jit (float32, the default chunk of 64 steps) against the float64
@@ -204,13 +203,10 @@ worstError(const std::vector<std::pair<const std::vector<float> *,
   return worst;
 }
 
-/// The compile options every kernel of this run takes (--chunk-stages).
-fwp::jit::CompileOptions compileOptions;
-
-/// The kernel of `desc`, compiled with this run's options.
+/// The kernel of `desc`, compiled afresh.
 std::shared_ptr<const fwp::jit::CompiledAttention>
 compileKernel(const fwp::jit::KernelDesc &desc) {
-  return fwp::jit::compileUncached(desc, compileOptions);
+  return fwp::jit::compileUncached(desc);
 }
 
 /// A training step of the reference and of the compiled module, as
@@ -392,12 +388,9 @@ std::optional<Case> parseShape(const std::string &text) {
 void usage(std::FILE *out) {
   fmt::print(out,
              "usage: fwp-bench [--quick] [--shape T,B,D,H,NU,RULE] "
-             "[--training] [--chunk-stages] [--csv FILE]\n"
+             "[--training] [--csv FILE]\n"
              "  --quick     the two smallest sizes only\n"
              "  --training  time a training step (forward, then backward)\n"
-             "  --chunk-stages  the CPU scan through its chunk operations\n"
-             "              (fwp-scan-to-chunks, fwp-lower-chunks) instead of\n"
-             "              fwp-tile-scan\n"
              "  --shape     one size only: sequence length, batch, "
              "d_model, heads, nu,\n"
              "              rule (delta or sum), e.g. 2048,4,256,4,1,delta\n"
@@ -414,8 +407,6 @@ int main(int argc, char **argv) {
       quick = true;
     } else if (!std::strcmp(argv[i], "--training")) {
       training = true;
-    } else if (!std::strcmp(argv[i], "--chunk-stages")) {
-      compileOptions.cpuChunkStages = true;
     } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
       shape = argv[++i];
     } else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {

@@ -60,7 +60,7 @@ RegisterTile hostRegisterTile() {
   return features.lookup("avx512f") ? kAvx512RegisterTile : kAvx2RegisterTile;
 }
 
-void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling, bool chunkStages,
+void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling,
            const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
@@ -71,7 +71,6 @@ void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling, bool chunkStages,
   CpuPipelineOptions options;
   options.chunkSize = chunkSize;
   options.gpuTiling = gpuTiling;
-  options.chunkStages = chunkStages;
   RegisterTile tile = hostRegisterTile();
   options.registerRows = tile.rows;
   options.registerCols = tile.cols;
@@ -235,8 +234,7 @@ std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   function_ref<void(ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
-                  const std::string &dumpDirectory, bool gpuTiling,
-                  bool chunkStages) {
+                  const std::string &dumpDirectory, bool gpuTiling) {
   initializeLlvmOnce();
   Failure fail(what);
   std::vector<std::pair<std::string, double>> stages;
@@ -244,8 +242,8 @@ compileCpuLibrary(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, gpuTiling, chunkStages, dumpDirectory,
-        compile.diagnostics(), fail);
+  lower(*module, chunkSize, gpuTiling, dumpDirectory, compile.diagnostics(),
+        fail);
   stages.emplace_back("passes", secondsSince(start));
 
   start = Clock::now();
@@ -324,8 +322,8 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, /*gpuTiling=*/false, /*chunkStages=*/false,
-        dumpDirectory, compile.diagnostics(), fail);
+  lower(*module, chunkSize, /*gpuTiling=*/false, dumpDirectory,
+        compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);
   // Looking the entry points up generates the machine code now.

@@ -68,14 +68,14 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
 /// C-interface entry points (_mlir_ciface_<name>) of the module's functions.
 /// The object is linked by the system's C compiler driver (`cc`, or $CC).
 /// Returns the seconds spent per stage ("passes", "llvm-opt", "codegen",
-/// "link"). `gpuTiling` and `chunkStages` are fwp-to-cpu's options of those
-/// names. Throws std::runtime_error as compileCpuModule does.
+/// "link"). `gpuTiling` is fwp-to-cpu's option of that name. Throws
+/// std::runtime_error as compileCpuModule does.
 std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   llvm::function_ref<void(mlir::ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
-                  const std::string &dumpDirectory = "", bool gpuTiling = false,
-                  bool chunkStages = false);
+                  const std::string &dumpDirectory = "",
+                  bool gpuTiling = false);
 
 /// A memref descriptor over a caller's row-major buffer of `sizes`. The
 /// const_cast is safe for inputs: buildEntryFunction marks them

@@ -39,8 +39,7 @@ StageTimes compileCpuEntry(const KernelDesc &desc, EntryPoint entry,
       fmt::format("the {} of the kernel ({})", rt::entryPointName(entry),
                   desc.str()),
       desc.chunkSize, [&](ModuleOp m) { buildAttentionModule(m, desc, entry); },
-      dir, cpuOptLevel(options), options.dumpDirectory, options.cpuGpuTiling,
-      options.cpuChunkStages);
+      dir, cpuOptLevel(options), options.dumpDirectory, options.cpuGpuTiling);
   rt::writeModuleInfo(dir, moduleInfo(desc, entry, key), {"kernel.so"});
   return stages;
 }

@@ -480,10 +480,9 @@ std::string cacheKey(const KernelDesc &desc, EntryPoint entry,
                      const CompileOptions &options) {
   std::string target =
       desc.backend == Backend::Cpu
-          ? fmt::format("{} O{}{}{}", hostTargetDescription(),
+          ? fmt::format("{} O{}{}", hostTargetDescription(),
                         cpuOptLevel(options),
-                        options.cpuGpuTiling ? " gpu-tiling" : "",
-                        options.cpuChunkStages ? " chunk-stages" : "")
+                        options.cpuGpuTiling ? " gpu-tiling" : "")
           : desc.targetChip();
   return fmt::format("{} entry={} target={} compiler={}", desc.str(),
                      rt::entryPointName(entry), target, compilerBuildId());

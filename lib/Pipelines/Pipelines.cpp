@@ -63,12 +63,6 @@ using namespace mlir;
 namespace fwp {
 
 namespace {
-// CPU choices, measured at T = 2048, B = 4, d_model = 256, H = 4 (one
-// thread): skipping the blocks above the diagonal of the triangular
-// products saved 15% of the forward, one value block of 64 rather than two
-// of 32 (the left operands read once, not twice) 5-10%.
-constexpr int64_t kCpuCausalBlock = 16;
-constexpr int64_t kCpuValueBlock = 64;
 constexpr int64_t kGpuValueBlock = 32;
 
 /// Instances of the GPU's chunk-parallel backward kernels, each with one
@@ -94,22 +88,22 @@ FwpTileScanOptions gpuTileScan(int64_t chunkSize, StateMemory stateMemory,
 }
 } // namespace
 
-void buildFwpToLoopsPipeline(OpPassManager &pm,
-                             const FwpTileScanOptions &tileScan,
-                             bool chunkStages) {
+void buildFwpToLoopsPipeline(
+    OpPassManager &pm, int64_t chunkSize,
+    const std::optional<FwpTileScanOptions> &tileScan) {
   pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
   pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
-  if (chunkStages) {
-    pm.addNestedPass<func::FuncOp>(createFwpScanToChunks({tileScan.chunkSize}));
-    pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-        {/*fuseForward=*/tileScan.fuse, /*fuseBackward=*/tileScan.fuse,
-         /*mapKernels=*/tileScan.fuse}));
-  } else {
+  if (tileScan) {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
+  } else {
+    pm.addNestedPass<func::FuncOp>(createFwpScanToChunks({chunkSize}));
+    pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
+        {/*fuseForward=*/true, /*fuseBackward=*/true, /*mapKernels=*/true}));
   }
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());
-  pm.addNestedPass<func::FuncOp>(createFwpTileScan(tileScan));
+  if (tileScan)
+    pm.addNestedPass<func::FuncOp>(createFwpTileScan(*tileScan));
 
   // A result the caller gives a buffer for (the CPU's entry points write
   // into their outputs) is computed in that buffer: no workspace for y or
@@ -127,21 +121,15 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
 
 void buildFwpToCpuPipeline(OpPassManager &pm,
                            const CpuPipelineOptions &options) {
-  // The CPU skips the blocks above the diagonal of the triangular
-  // products (a fifth of the scan's work at C = 64; row blocks of 16 keep
-  // its register tiles whole) and takes 64 value columns per scan_state
-  // instance. (The GPU keeps whole products, which deal evenly across its
-  // warps, and value blocks of 32, which fill its grid.)
+  // The scan's chunk operations, the forward and the backward each fused
+  // into one kernel per (batch, head) that keeps the chunk's work in cache.
   // With gpu-tiling the scan takes the GPU's kernels instead, its local
   // state tiles on each instance's stack.
-  buildFwpToLoopsPipeline(
-      pm,
-      options.gpuTiling ? gpuTileScan(options.chunkSize, StateMemory::Stack,
-                                      kHostScratchSlots)
-                        : FwpTileScanOptions{options.chunkSize, kCpuValueBlock,
-                                             kCpuCausalBlock,
-                                             /*fuse=*/true},
-      options.chunkStages);
+  std::optional<FwpTileScanOptions> tileScan;
+  if (options.gpuTiling)
+    tileScan =
+        gpuTileScan(options.chunkSize, StateMemory::Stack, kHostScratchSlots);
+  buildFwpToLoopsPipeline(pm, options.chunkSize, tileScan);
   // The kernels' tiles on the stack, made once per kernel instance, rather
   // than a malloc and free each per chunk.
   pm.addNestedPass<func::FuncOp>(createFwpStackTiles());
@@ -190,7 +178,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
   buildFwpToLoopsPipeline(
-      pm,
+      pm, options.chunkSize,
       gpuTileScan(options.chunkSize, StateMemory::Workgroup, kGpuScratchSlots));
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the

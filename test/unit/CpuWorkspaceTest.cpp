@@ -68,22 +68,17 @@ TEST(CpuWorkspace, CallsFreeWhatTheyAllocate) {
 #else
   // Several chunks, a partial last one, both DPFP maps in the kernels.
   const Case c{Rule::Delta, 2, 8, 2, 16, 70, 2};
-  for (bool stages : {false, true}) {
-    SCOPED_TRACE(stages ? "chunk stages" : "fwp-tile-scan");
-    fwp::jit::CompileOptions options;
-    options.cpuChunkStages = stages;
-    auto kernel = fwp::jit::compileUncached(
-        c.desc(DType::F32, fwp::test::kBackend), options);
-    Problem p = fwp::test::makeProblem(c, DType::F32, 5);
-    forwardAndBackward(*kernel, p); // OpenMP's team, glibc's arenas
-    size_t before = heapInUse();
-    for (int call = 0; call < 4; ++call)
-      forwardAndBackward(*kernel, p);
-    // Tens of bytes may come and go outside the calls (the OpenMP runtime's
-    // own bookkeeping); one tile of 64 floats left per kernel instance would
-    // be 20 KB over these calls.
-    EXPECT_LE(heapInUse(), before + 4096) << "bytes in use after 4 more calls";
-  }
+  auto kernel =
+      fwp::jit::compileUncached(c.desc(DType::F32, fwp::test::kBackend), {});
+  Problem p = fwp::test::makeProblem(c, DType::F32, 5);
+  forwardAndBackward(*kernel, p); // OpenMP's team, glibc's arenas
+  size_t before = heapInUse();
+  for (int call = 0; call < 4; ++call)
+    forwardAndBackward(*kernel, p);
+  // Tens of bytes may come and go outside the calls (the OpenMP runtime's
+  // own bookkeeping); one tile of 64 floats left per kernel instance would
+  // be 20 KB over these calls.
+  EXPECT_LE(heapInUse(), before + 4096) << "bytes in use after 4 more calls";
 #endif
 }
 

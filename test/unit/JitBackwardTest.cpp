@@ -259,49 +259,16 @@ TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
   }
 }
 
-/// The scan's gradient through its stages (CompileOptions::cpuChunkStages:
-/// the chunked forward, fwp.chunk_states_grad, fwp.chunk_qk_grad,
-/// fwp.chunk_wy_grad and fwp.dpfp_grad, lowered to linalg on tensors):
-/// both rules, DPFP nu = 1 to 3, partial last chunks, a zero-key step,
-/// chunks of 1 to 64 steps, against the float64 reference.
-TEST(ChunkStagesOnTheHost, BackwardMatchesReference) {
+/// A long sequence on the CPU: the fused kernels' chunk loops run 64 times
+/// with tiles of 64 x 128 floats on the stack, which must stay there once,
+/// not once per chunk (a stack that grew with every chunk overflowed here),
+/// forward and backward against the float64 reference.
+TEST(CpuStack, LongSequenceInBoundedStack) {
   if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
-    GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
-  const Case cases[] = {{Rule::Delta, 2, 4, 2, 8, 35, 2, {6}},
-                        {Rule::Sum, 3, 4, 1, 32, 40, 2},
-                        {Rule::Delta, 1, 16, 3, 1, 5, 2},
-                        {Rule::Delta, 2, 8, 1, 64, 70, 1}};
-  fwp::jit::CompileOptions options;
-  options.cpuChunkStages = true;
-  for (DType dtype : {DType::F32, DType::F64}) {
-    double bound = dtype == DType::F32 ? 1e-4 : 1e-9;
-    for (const Case &c : cases) {
-      SCOPED_TRACE(c.name());
-      auto kernel = fwp::jit::compileUncached(
-          c.desc(dtype, fwp::test::kBackend), options);
-      Problem p = makeProblem(c, dtype, 41);
-      std::string line;
-      compareGradients(runBackward(*kernel, p, p.dy),
-                       referenceGradients(p, p.dy), c.rule, bound, line);
-      std::printf("[ relerr   ] %s %s:%s\n",
-                  dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
-                  line.c_str());
-    }
-  }
-}
-
-/// A long sequence through the stages: the fused kernels' chunk loops run
-/// 64 times with tiles of 64 x 128 floats on the stack, which must stay
-/// there once, not once per chunk (a stack that grew with every chunk
-/// overflowed here), forward and backward against the float64 reference.
-TEST(ChunkStagesOnTheHost, LongSequenceInBoundedStack) {
-  if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
-    GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
+    GTEST_SKIP() << "the CPU kernels' stack: the CUDA build has nothing to add";
   const Case c{Rule::Delta, 1, 32, 2, 64, 4096, 1};
-  fwp::jit::CompileOptions options;
-  options.cpuChunkStages = true;
-  auto kernel = fwp::jit::compileUncached(
-      c.desc(DType::F32, fwp::test::kBackend), options);
+  auto kernel =
+      fwp::jit::compileUncached(c.desc(DType::F32, fwp::test::kBackend), {});
   Problem p = makeProblem(c, DType::F32, 43);
   std::vector<double> y = fwp::test::runForwardAnyType(*kernel, p);
   EXPECT_LE(

@@ -65,36 +65,6 @@ void checkCases(const std::string &test) {
 
 class ForwardTest : public fwp::test::KernelTest {};
 
-/// The scan through its stages (CompileOptions::cpuChunkStages:
-/// fwp.chunk_wy, fwp.chunk_states, fwp.chunk_output lowered to linalg on
-/// tensors), against the float64 reference with the bounds of the tile-level
-/// kernels: both rules, chunks of 1 to 64 steps, partial last chunks, zero
-/// keys, DPFP nu = 1 and 2, f32, f64 and bf16 storage.
-TEST(ChunkStagesOnTheHost, ForwardMatchesReference) {
-  if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
-    GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";
-  fwp::jit::CompileOptions options;
-  options.cpuChunkStages = true;
-  for (const char *test : {"DeltaRuleSmallChunks", "SumRule", "ZeroKeySteps",
-                           "Float64MatchesReference", "Bfloat16Storage"}) {
-    const fwp::test::CaseList &list =
-        fwp::test::caseList(fwp::test::forwardCaseLists(), test);
-    for (size_t i = 0; i < list.cases.size(); ++i) {
-      const Case &c = list.cases[i];
-      SCOPED_TRACE(std::string(test) + ": " + c.name());
-      auto kernel = fwp::jit::compileUncached(
-          c.desc(list.dtype, fwp::test::kBackend), options);
-      Problem p = makeProblem(c, list.dtype, list.firstSeed + 10 * i);
-      double err = relativeError(
-          fwp::test::runForwardAnyType(*kernel, p),
-          fwp::ref::attention(p.config, p.shape, p.x, p.params).y);
-      std::printf("[ relerr   ] %s %s: %.3g\n", fwp::rt::dtypeName(list.dtype),
-                  c.name().c_str(), err);
-      EXPECT_LE(err, list.bound);
-    }
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // Float32 against the float64 reference
 //===----------------------------------------------------------------------===//

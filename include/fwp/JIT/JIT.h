@@ -113,11 +113,6 @@ struct CompileOptions {
   /// blocks and local state tiles. Checks those forms against the reference
   /// on a host without a GPU. Part of the cache key.
   bool cpuGpuTiling = false;
-  /// CPU code lowers the scan and its gradient through their stages
-  /// (fwp-to-cpu{chunk-stages}: fwp.chunk_wy, fwp.chunk_states,
-  /// fwp.chunk_output and the backward's fwp.chunk_*_grad, as linalg on
-  /// tensors) rather than fwp-tile-scan's kernels. Part of the cache key.
-  bool cpuChunkStages = false;
 };
 
 /// The CPU optimisation level used when CompileOptions::cpuOptLevel is -1.

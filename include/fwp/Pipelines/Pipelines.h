@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <optional>
 #include <string>
 
 namespace fwp {
@@ -50,12 +51,6 @@ struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
       *this, "register-cols",
       llvm::cl::desc("columns of the products' register tiles"),
       llvm::cl::init(kDefaultRegisterTile.cols)};
-  Option<bool> chunkStages{
-      *this, "chunk-stages",
-      llvm::cl::desc("lower fwp.scan through its stages (fwp-scan-to-chunks, "
-                     "fwp-lower-chunks: linalg on tensors, a chunk at a "
-                     "time) rather than fwp-tile-scan's kernels"),
-      llvm::cl::init(false)};
 };
 
 struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
@@ -93,11 +88,12 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
 };
 
 /// fwp on tensors -> loops on buffers, results as out-parameters (both
-/// pipelines start like this). `tileScan` has fwp-tile-scan's options; with
-/// `chunkStages` fwp.scan goes through the chunk operations instead.
-void buildFwpToLoopsPipeline(mlir::OpPassManager &pm,
-                             const FwpTileScanOptions &tileScan,
-                             bool chunkStages = false);
+/// pipelines start like this). fwp.scan becomes fwp-tile-scan's kernels
+/// with `tileScan`'s options where given (the GPU's), else its chunk
+/// operations with `chunkSize` steps per chunk, the forward and the
+/// backward each fused into one kernel per (batch, head) (the CPU's).
+void buildFwpToLoopsPipeline(mlir::OpPassManager &pm, int64_t chunkSize,
+                             const std::optional<FwpTileScanOptions> &tileScan);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
                            const CpuPipelineOptions &options);
 void buildFwpToPtxPipeline(mlir::OpPassManager &pm,
