@@ -12,15 +12,17 @@
 // Where the pair's dU and end-state gradients dS come from a
 // fwp.chunk_states_grad that nothing else reads, the three are one
 // scf.forall over (batch, head) instead, the chunks last to first, dS
-// carried (as fwp-tile-scan's fused backward, and the CPU's choice for the
-// same reason as the fused forward: a chunk's tiles stay in its core's
-// caches, and neither dU nor the per-chunk dS is ever stored):
+// carried (the CPU's choice, for the same reason as the fused forward: a
+// chunk's tiles stay in its core's caches, and neither dU nor the
+// per-chunk dS is ever stored):
 //
 //   dU = tril(Q K^T)^T dY + K dS^T;  the pair's gradients;
 //   dS = dS + dY^T Q - dU^T Wt
 //
 // and dQ and dK taken back through DPFP there (fwp.dpfp_grad on the chunk's
-// rows) where the map's gradient alone reads them.
+// rows) where the map's gradient alone reads them. The sum rule's states
+// and fwp.chunk_qk_grad become the same kernel, with no WY gradient and dU
+// stored as the value gradient it is.
 //
 // The steps are those of the operations' own lowerings (ChunkLowering.h).
 //
@@ -36,10 +38,13 @@ using namespace mlir;
 namespace fwp {
 namespace {
 
-/// The backward's per-chunk pair: `qk` feeds dWt to `wy` only, and `sum`
-/// adds their key gradients, which nothing else reads.
+/// The backward's per-chunk gradients: `qk`, and for the delta rule the
+/// `wy` that its dWt feeds alone and the `sum` of their key gradients, which
+/// nothing else reads (both null for the sum rule, whose value gradient is
+/// dU itself).
 struct BackwardPair {
   ChunkQkGradOp qk;
+  ChunkWyGradOp wy;
   linalg::AddOp sum;
 };
 
@@ -63,41 +68,51 @@ FailureOr<BackwardPair> matchBackwardPair(ChunkWyGradOp wy,
   if (failed(requireStaticWidth(rewriter, wy, qk.getQ(), "q")) ||
       failed(requireStaticWidth(rewriter, wy, wy.getV(), "v")))
     return failure();
-  return BackwardPair{qk, sum};
+  return BackwardPair{qk, wy, sum};
 }
 
-/// What both kernels share: the pair's sizes, tiles and gradients, and the
+/// What the kernels share: the pair's sizes, tiles and gradients, and the
 /// pair replaced by a kernel's results.
 struct PairKernel {
-  PairKernel(ImplicitLocOpBuilder &b, const BackwardPair &pair,
-             ChunkWyGradOp wy)
-      : qk(pair.qk), wy(wy), sum(pair.sum),
-        tiles(b, qk.getQ().getType().getElementType(), wy.getChunkSize(),
-              wy.getBatchFirst()),
+  PairKernel(ImplicitLocOpBuilder &b, const BackwardPair &pair)
+      : qk(pair.qk), wy(pair.wy), sum(pair.sum),
+        tiles(b, qk.getQ().getType().getElementType(), qk.getChunkSize(),
+              qk.getBatchFirst()),
         features(qk.getQ().getType().getDimSize(3)),
-        values(wy.getV().getType().getDimSize(3)),
+        values((wy ? wy.getV() : qk.getU()).getType().getDimSize(3)),
         steps(tiles.stepDim(qk.getQ(), 0)) {}
 
-  /// Empty dQ, dK, dV and dbeta.
+  /// Empty dQ and dK, and for the delta rule dV and dbeta.
   SmallVector<Value> gradients() {
-    return {tiles.emptyLike(qk.getQ()), tiles.emptyLike(qk.getK()),
-            tiles.emptyLike(wy.getV()), tiles.emptyLike(wy.getBeta())};
+    SmallVector<Value> empty = {tiles.emptyLike(qk.getQ()),
+                                tiles.emptyLike(qk.getK())};
+    if (wy) {
+      empty.push_back(tiles.emptyLike(wy.getV()));
+      empty.push_back(tiles.emptyLike(wy.getBeta()));
+    }
+    return empty;
   }
-  /// The widths of dQ, dK, dV and dbeta's rows (0: a scalar a step).
-  std::array<int64_t, 4> widths() const {
+  /// The widths of their rows (0: a scalar a step).
+  SmallVector<int64_t, 4> widths() const {
+    if (!wy)
+      return {features, features};
     return {features, features, values, 0};
   }
-  /// dQ, the summed dK, dV and dbeta replaced by the first four of
-  /// `results`; the pair erased.
+  /// dQ, the (summed) dK, and for the delta rule dV and dbeta replaced by
+  /// the first of `results`; the pair erased.
   void replace(PatternRewriter &rewriter, ValueRange results) {
     rewriter.replaceAllUsesWith(qk.getDq(), results[0]);
-    rewriter.replaceAllUsesWith(sum.getResult(0), results[1]);
-    rewriter.replaceAllUsesWith(wy.getDv(), results[2]);
-    rewriter.replaceAllUsesWith(wy.getDbeta(), results[3]);
-    rewriter.eraseOp(sum);
-    rewriter.eraseOp(wy);
+    rewriter.replaceAllUsesWith(keyGradient(), results[1]);
+    if (wy) {
+      rewriter.replaceAllUsesWith(wy.getDv(), results[2]);
+      rewriter.replaceAllUsesWith(wy.getDbeta(), results[3]);
+      rewriter.eraseOp(sum);
+      rewriter.eraseOp(wy);
+    }
     rewriter.eraseOp(qk);
   }
+  /// The keys' whole gradient.
+  Value keyGradient() { return sum ? sum.getResult(0) : qk.getDk(); }
 
   ChunkQkGradOp qk;
   ChunkWyGradOp wy;
@@ -107,27 +122,45 @@ struct PairKernel {
   Value steps;
 };
 
-/// The states' gradient whose dU and dS feed `pair` alone, with the same
-/// inputs, chunk size and layout.
+/// The sum rule's fwp.chunk_qk_grad (no dWt) as a pair of its own.
+FailureOr<BackwardPair> matchSumRulePair(ChunkQkGradOp qk,
+                                         PatternRewriter &rewriter) {
+  if (qk.getDwt())
+    return rewriter.notifyMatchFailure(qk, "the delta rule's gradient");
+  if (failed(requireStaticWidth(rewriter, qk, qk.getQ(), "q")) ||
+      failed(requireStaticWidth(rewriter, qk, qk.getU(), "u")))
+    return failure();
+  return BackwardPair{qk, {}, {}};
+}
+
+/// The states' gradient whose dU and dS feed `pair`, with the same inputs,
+/// chunk size and layout, and Wt exactly for the delta rule. dS feeds the
+/// pair alone, and so does the delta rule's dU; the sum rule's dU is its
+/// value gradient, which the kernel stores.
 FailureOr<ChunkStatesGradOp> matchStatesGrad(const BackwardPair &pair,
-                                             ChunkWyGradOp wy,
+                                             Operation *anchor,
                                              PatternRewriter &rewriter) {
   ChunkQkGradOp qk = pair.qk;
+  ChunkWyGradOp wy = pair.wy;
   auto states = qk.getDh().getDefiningOp<ChunkStatesGradOp>();
-  if (!states || states.getDu() != qk.getDu() || !states.getWt() ||
+  auto inPair = [&](Operation *user) { return user == qk || user == wy; };
+  if (!states || states.getDu() != qk.getDu() ||
+      static_cast<bool>(states.getWt()) != static_cast<bool>(wy) ||
       !onlyUsedBy(states.getDh(), qk) ||
-      llvm::any_of(states.getDu().getUsers(),
-                   [&](Operation *user) { return user != qk && user != wy; }) ||
+      (wy && !llvm::all_of(states.getDu().getUsers(), inPair)) ||
       states.getQ() != qk.getQ() || states.getK() != qk.getK() ||
       states.getDy() != qk.getDy() ||
       states.getChunkSize() != qk.getChunkSize() ||
       states.getBatchFirst() != qk.getBatchFirst())
-    return rewriter.notifyMatchFailure(wy, "dU and dS not from the states");
+    return rewriter.notifyMatchFailure(anchor, "dU and dS not from the states");
   // The kernel takes the states' gradient's place.
   DominanceInfo dominance(states->getParentOp());
-  for (Value operand : {qk.getU(), qk.getH(), wy.getV(), wy.getBeta()})
+  SmallVector<Value> operands = {qk.getU(), qk.getH()};
+  if (wy)
+    operands.append({wy.getV(), wy.getBeta()});
+  for (Value operand : operands)
     if (!dominance.properlyDominates(operand, states))
-      return rewriter.notifyMatchFailure(wy, "operands after the states");
+      return rewriter.notifyMatchFailure(anchor, "operands after the states");
   return states;
 }
 
@@ -147,8 +180,138 @@ DpfpGradOp mapGradientOf(Value grad, Operation *anchor) {
   return map;
 }
 
-/// Lowers the states' gradient and the pair as one kernel over (batch,
-/// head).
+/// The states' gradient and `pair` as one kernel over (batch, head), the
+/// chunks last to first: its gradients, for the sum rule dU, and the initial
+/// state's gradient.
+LogicalResult fuseWithStates(const BackwardPair &pair, Operation *anchor,
+                             PatternRewriter &rewriter) {
+  FailureOr<ChunkStatesGradOp> statesGrad =
+      matchStatesGrad(pair, anchor, rewriter);
+  if (failed(statesGrad))
+    return failure();
+  ChunkStatesGradOp states = *statesGrad;
+  rewriter.setInsertionPoint(states);
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  PairKernel kernel(b, pair);
+  ChunkQkGradOp qk = pair.qk;
+  ChunkWyGradOp wy = pair.wy;
+  ChunkTiles &tiles = kernel.tiles;
+  Type element = tiles.element;
+  int64_t features = kernel.features, values = kernel.values;
+  Value steps = kernel.steps;
+  Value chunks = tiles.numChunks(steps);
+  SmallVector<Value> bounds = {tiles.stepDim(qk.getQ(), 1),
+                               tiles.stepDim(qk.getQ(), 2)};
+  SmallVector<Value> outputs = kernel.gradients();
+  SmallVector<int64_t, 4> widths = kernel.widths();
+  if (!wy) {
+    // Shaped as dY: dU itself is replaced by the kernel's result.
+    outputs.push_back(tiles.emptyLike(qk.getDy()));
+    widths.push_back(values);
+  }
+  // The per-step gradients, then the initial state's.
+  const size_t stateIndex = outputs.size();
+  outputs.push_back(tiles.emptyState(states.getDInitial(), bounds));
+  // dQ and dK through their feature maps where those alone read them.
+  DpfpGradOp maps[] = {mapGradientOf(qk.getDq(), states),
+                       mapGradientOf(kernel.keyGradient(), states)};
+  for (int j = 0; j < 2; ++j) {
+    if (!maps[j])
+      continue;
+    outputs[j] = tiles.emptyLike(maps[j].getInput());
+    widths[j] = maps[j].getInput().getType().getDimSize(3);
+  }
+  OpFoldResult zero = b.getIndexAttr(0);
+
+  auto forall = buildForall(
+      b, "chunk_backward", bounds, outputs,
+      [&](ValueRange point, ValueRange outs) {
+        Value bi = point[0], h = point[1];
+        // The per-step gradients of (batch, head), then the state's.
+        SmallVector<ChunkTiles::View> heads;
+        SmallVector<Value> init;
+        for (size_t i = 0; i < stateIndex; ++i) {
+          heads.push_back(tiles.headRows(outs[i], bi, h, steps, widths[i]));
+          init.push_back(heads.back().tile);
+        }
+        ChunkTiles::Slice stateSlice = tiles.perHead(
+            bi, h, {b.getIndexAttr(values), b.getIndexAttr(features)});
+        init.push_back(
+            tiles.startState(states.getDFinal(), stateSlice, values, features));
+
+        auto loop = scf::ForOp::create(
+            b, tiles.index(0), chunks, tiles.index(1), init,
+            [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
+              ImplicitLocOpBuilder cb(loc, nb);
+              ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
+              Value c = t.fromLast(i, chunks);
+              Value ds = carried[stateIndex];
+              auto [t0, len] = t.span(c, steps);
+              auto load = [&](Value perStep) {
+                return t.loadRows(perStep, bi, h, t0, len);
+              };
+              Value queries = load(qk.getQ()), keys = load(qk.getK());
+              Value dy = load(qk.getDy());
+              Value du = chunkWritesGrad(t, queries, keys, dy, ds);
+              QkGradTiles qkGrads = chunkQkGrad(
+                  t, queries, keys, load(qk.getU()), dy, wy ? du : Value(),
+                  t.chunkState(qk.getH(), bi, h, c, values, features), ds);
+              SmallVector<Value> grads = {qkGrads.dq, qkGrads.dk};
+              if (wy) {
+                WyGradTiles wyGrads =
+                    chunkWyGrad(t, keys, load(wy.getV()), load(wy.getBeta()),
+                                du, qkGrads.dwt);
+                grads[1] = t.add(qkGrads.dk, wyGrads.dk);
+                grads.append({wyGrads.dv, wyGrads.dbeta});
+              } else {
+                grads.push_back(du);
+              }
+              for (int j = 0; j < 2; ++j)
+                if (maps[j])
+                  grads[j] = DpfpGradOp::create(
+                      cb, RankedTensorType::get({t.chunk, widths[j]}, element),
+                      load(maps[j].getInput()), grads[j], maps[j].getNuAttr(),
+                      maps[j].getEpsAttr());
+              SmallVector<Value> yielded;
+              for (size_t j = 0; j < stateIndex; ++j) {
+                SmallVector<OpFoldResult> offsets = {t0}, sizes = {len};
+                if (widths[j]) {
+                  offsets.push_back(zero);
+                  sizes.push_back(cb.getIndexAttr(widths[j]));
+                }
+                yielded.push_back(t.place(t.firstRows(grads[j], len),
+                                          carried[j],
+                                          t.region(offsets, sizes)));
+              }
+              // Last: it accumulates into dS's tile.
+              Value wt = wy ? load(states.getWt()) : Value();
+              yielded.push_back(chunkStartGrad(t, queries, dy, du, wt, ds));
+              scf::YieldOp::create(cb, yielded);
+            });
+        SmallVector<ParallelStore> stores;
+        for (size_t j = 0; j < stateIndex; ++j)
+          stores.push_back({loop.getResult(j), outs[j], heads[j].slice});
+        Value state = loop.getResult(stateIndex);
+        stores.push_back({tiles.copyTo(state, outs[stateIndex], stateSlice),
+                          outs[stateIndex], stateSlice});
+        return stores;
+      });
+  rewriter.replaceAllUsesWith(states.getDInitial(),
+                              forall.getResult(stateIndex));
+  for (int j = 0; j < 2; ++j) {
+    if (!maps[j])
+      continue;
+    rewriter.replaceAllUsesWith(maps[j].getDInput(), forall.getResult(j));
+    rewriter.eraseOp(maps[j]);
+  }
+  if (!wy)
+    rewriter.replaceAllUsesWith(states.getDu(), forall.getResult(2));
+  kernel.replace(rewriter, forall.getResults());
+  rewriter.eraseOp(states);
+  return success();
+}
+
+/// The delta rule's states' gradient and pair as one kernel.
 struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
   FuseStatesBackward(MLIRContext *context)
       : OpRewritePattern(context, /*benefit=*/2) {}
@@ -158,115 +321,20 @@ struct FuseStatesBackward : OpRewritePattern<ChunkWyGradOp> {
     FailureOr<BackwardPair> pair = matchBackwardPair(wy, rewriter);
     if (failed(pair))
       return failure();
-    FailureOr<ChunkStatesGradOp> statesGrad =
-        matchStatesGrad(*pair, wy, rewriter);
-    if (failed(statesGrad))
+    return fuseWithStates(*pair, wy, rewriter);
+  }
+};
+
+/// The sum rule's states' gradient and fwp.chunk_qk_grad as one kernel.
+struct FuseSumRuleStatesBackward : OpRewritePattern<ChunkQkGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkQkGradOp qk,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<BackwardPair> pair = matchSumRulePair(qk, rewriter);
+    if (failed(pair))
       return failure();
-    ChunkStatesGradOp states = *statesGrad;
-    rewriter.setInsertionPoint(states);
-    ImplicitLocOpBuilder b(wy.getLoc(), rewriter);
-    PairKernel kernel(b, *pair, wy);
-    ChunkQkGradOp qk = kernel.qk;
-    ChunkTiles &tiles = kernel.tiles;
-    Type element = tiles.element;
-    int64_t features = kernel.features, values = kernel.values;
-    Value steps = kernel.steps;
-    Value chunks = tiles.numChunks(steps);
-    SmallVector<Value> bounds = {tiles.stepDim(qk.getQ(), 1),
-                                 tiles.stepDim(qk.getQ(), 2)};
-    SmallVector<Value> outputs = kernel.gradients();
-    outputs.push_back(tiles.emptyState(states.getDInitial(), bounds));
-    std::array<int64_t, 4> widths = kernel.widths();
-    // dQ and dK through their feature maps where those alone read them.
-    DpfpGradOp maps[] = {mapGradientOf(qk.getDq(), states),
-                         mapGradientOf(kernel.sum.getResult(0), states)};
-    for (int j = 0; j < 2; ++j) {
-      if (!maps[j])
-        continue;
-      outputs[j] = tiles.emptyLike(maps[j].getInput());
-      widths[j] = maps[j].getInput().getType().getDimSize(3);
-    }
-    OpFoldResult zero = b.getIndexAttr(0);
-
-    auto forall = buildForall(
-        b, "chunk_backward", bounds, outputs,
-        [&](ValueRange point, ValueRange outs) {
-          Value bi = point[0], h = point[1];
-          // dQ, dK, dV and db of (batch, head), then the state's gradient.
-          SmallVector<ChunkTiles::View> heads;
-          SmallVector<Value> init;
-          for (int i = 0; i < 4; ++i) {
-            heads.push_back(tiles.headRows(outs[i], bi, h, steps, widths[i]));
-            init.push_back(heads.back().tile);
-          }
-          ChunkTiles::Slice stateSlice = tiles.perHead(
-              bi, h, {b.getIndexAttr(values), b.getIndexAttr(features)});
-          init.push_back(tiles.startState(states.getDFinal(), stateSlice,
-                                          values, features));
-
-          auto loop = scf::ForOp::create(
-              b, tiles.index(0), chunks, tiles.index(1), init,
-              [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
-                ImplicitLocOpBuilder cb(loc, nb);
-                ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
-                Value c = t.fromLast(i, chunks);
-                Value ds = carried[4];
-                auto [t0, len] = t.span(c, steps);
-                auto load = [&](Value perStep) {
-                  return t.loadRows(perStep, bi, h, t0, len);
-                };
-                Value queries = load(qk.getQ()), keys = load(qk.getK());
-                Value dy = load(qk.getDy());
-                Value du = chunkWritesGrad(t, queries, keys, dy, ds);
-                QkGradTiles qkGrads = chunkQkGrad(
-                    t, queries, keys, load(qk.getU()), dy, du,
-                    t.chunkState(qk.getH(), bi, h, c, values, features), ds);
-                WyGradTiles wyGrads =
-                    chunkWyGrad(t, keys, load(wy.getV()), load(wy.getBeta()),
-                                du, qkGrads.dwt);
-                Value grads[] = {qkGrads.dq, t.add(qkGrads.dk, wyGrads.dk),
-                                 wyGrads.dv, wyGrads.dbeta};
-                for (int j = 0; j < 2; ++j)
-                  if (maps[j])
-                    grads[j] = DpfpGradOp::create(
-                        cb,
-                        RankedTensorType::get({t.chunk, widths[j]}, element),
-                        load(maps[j].getInput()), grads[j], maps[j].getNuAttr(),
-                        maps[j].getEpsAttr());
-                SmallVector<Value> yielded;
-                for (int j = 0; j < 4; ++j) {
-                  SmallVector<OpFoldResult> offsets = {t0}, sizes = {len};
-                  if (widths[j]) {
-                    offsets.push_back(zero);
-                    sizes.push_back(cb.getIndexAttr(widths[j]));
-                  }
-                  yielded.push_back(t.place(t.firstRows(grads[j], len),
-                                            carried[j],
-                                            t.region(offsets, sizes)));
-                }
-                // Last: it accumulates into dS's tile.
-                yielded.push_back(chunkStartGrad(t, queries, dy, du,
-                                                 load(states.getWt()), ds));
-                scf::YieldOp::create(cb, yielded);
-              });
-          SmallVector<ParallelStore> stores;
-          for (int j = 0; j < 4; ++j)
-            stores.push_back({loop.getResult(j), outs[j], heads[j].slice});
-          stores.push_back(
-              {tiles.copyTo(loop.getResult(4), outs[4], stateSlice), outs[4],
-               stateSlice});
-          return stores;
-        });
-    rewriter.replaceAllUsesWith(states.getDInitial(), forall.getResult(4));
-    for (int j = 0; j < 2; ++j) {
-      if (!maps[j])
-        continue;
-      rewriter.replaceAllUsesWith(maps[j].getDInput(), forall.getResult(j));
-      rewriter.eraseOp(maps[j]);
-    }
-    kernel.replace(rewriter, forall.getResults());
-    rewriter.eraseOp(states);
-    return success();
+    return fuseWithStates(*pair, qk, rewriter);
   }
 };
 
@@ -280,7 +348,7 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
       return failure();
     rewriter.setInsertionPoint(pair->qk);
     ImplicitLocOpBuilder b(wy.getLoc(), rewriter);
-    PairKernel kernel(b, *pair, wy);
+    PairKernel kernel(b, *pair);
     ChunkQkGradOp qk = kernel.qk;
     ChunkTiles &tiles = kernel.tiles;
     int64_t features = kernel.features, values = kernel.values;
@@ -321,7 +389,9 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
 } // namespace
 
 void populateFuseChunkBackwardPattern(RewritePatternSet &patterns) {
-  patterns.add<FuseStatesBackward, FuseChunkBackward>(patterns.getContext());
+  patterns
+      .add<FuseStatesBackward, FuseSumRuleStatesBackward, FuseChunkBackward>(
+          patterns.getContext());
 }
 
 } // namespace fwp

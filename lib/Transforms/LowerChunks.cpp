@@ -13,6 +13,7 @@
 #include "fwp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace fwp {
@@ -392,7 +393,20 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
         populateFuseChunkForwardPattern(fusion);
       if (fuseBackward)
         populateFuseChunkBackwardPattern(fusion);
-      walkAndApplyPatterns(getOperation(), std::move(fusion));
+      // A fusion erases the operations it fuses, siblings of the one it
+      // matched, which the walk driver below does not allow; the greedy
+      // driver does, here kept to the existing operations and from folding.
+      GreedyRewriteConfig config;
+      config.setStrictness(GreedyRewriteStrictness::ExistingOps)
+          .enableFolding(false)
+          .enableConstantCSE(false)
+          .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(fusion),
+                                       config))) {
+        getOperation()->emitError("fwp-lower-chunks: the fusions did not "
+                                  "converge");
+        return signalPassFailure();
+      }
     }
     RewritePatternSet patterns(&getContext());
     populateLowerChunkWyPattern(patterns);

@@ -553,3 +553,35 @@ func.func @maps_outside_kernels(%k: tensor<?x2x4x8xf32>,
   %f = fwp.dpfp %k nu = 2 : tensor<?x2x4x8xf32> -> tensor<?x2x4x32xf32>
   return %dk, %f : tensor<?x2x4x8xf32>, tensor<?x2x4x32xf32>
 }
+
+// -----
+
+// The sum rule's states' gradient and chunk_qk_grad are one kernel too,
+// which stores dU: the value gradient (sized from dY, not from the dU it
+// replaces).
+// FUSED-BACK-LABEL: func @sum_rule_backward
+// FUSED-BACK: %[[KERNEL:.*]]:4 = scf.forall (%{{.*}}, %{{.*}}) in
+// FUSED-BACK: scf.for {{.*}} -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x8xf32>, tensor<8x32xf32>)
+// FUSED-BACK: {fwp.kernel = "chunk_backward"}
+// FUSED-BACK-NOT: fwp.kernel
+// FUSED-BACK: return %[[KERNEL]]#0, %[[KERNEL]]#1, %[[KERNEL]]#2, %[[KERNEL]]#3
+func.func @sum_rule_backward(%q: tensor<?x2x4x32xf32>,
+                             %k: tensor<?x2x4x32xf32>,
+                             %u: tensor<?x2x4x8xf32>,
+                             %h: tensor<2x4x3x8x32xf32>,
+                             %dy: tensor<?x2x4x8xf32>,
+                             %ds: tensor<2x4x8x32xf32>)
+    -> (tensor<?x2x4x32xf32>, tensor<?x2x4x32xf32>, tensor<?x2x4x8xf32>,
+        tensor<2x4x8x32xf32>) {
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy
+      d_final(%ds : tensor<2x4x8x32xf32>) chunk_size = 16
+      : tensor<?x2x4x32xf32>, tensor<?x2x4x32xf32>, tensor<?x2x4x8xf32>
+      -> tensor<?x2x4x8xf32>, tensor<2x4x3x8x32xf32>, tensor<2x4x8x32xf32>
+  %dq, %dk = fwp.chunk_qk_grad %q, %k, %u, %h, %dh, %dy, %du chunk_size = 16
+      : tensor<?x2x4x32xf32>, tensor<?x2x4x32xf32>, tensor<?x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32>, tensor<2x4x3x8x32xf32>, tensor<?x2x4x8xf32>,
+        tensor<?x2x4x8xf32>
+      -> tensor<?x2x4x32xf32>, tensor<?x2x4x32xf32>
+  return %dq, %dk, %du, %d0 : tensor<?x2x4x32xf32>, tensor<?x2x4x32xf32>,
+      tensor<?x2x4x8xf32>, tensor<2x4x8x32xf32>
+}

@@ -126,7 +126,9 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     from a `fwp.chunk_states_grad` that nothing else reads, the three
     become one kernel over (batch, head) instead, `chunk_backward`, the
     chunks last to first with dS carried: neither dU nor the per-chunk dS
-    is stored. Feature gradients that only a `fwp.dpfp_grad` reads go back
+    is stored. The sum rule's `fwp.chunk_states_grad` and
+    `fwp.chunk_qk_grad` become that kernel too, storing dU, its value
+    gradient. Feature gradients that only a `fwp.dpfp_grad` reads go back
     through the map there too, so that the kernel stores dQ and dK of the
     map's inputs, 2 nu times narrower than the features'.
 
