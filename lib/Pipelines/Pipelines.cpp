@@ -83,8 +83,7 @@ constexpr int64_t kHostScratchSlots = 8;
 /// and the backward's per-chunk scratch in `scratchSlots` slots.
 FwpTileScanOptions gpuTileScan(int64_t chunkSize, StateMemory stateMemory,
                                int64_t scratchSlots) {
-  return {chunkSize,      kGpuValueBlock, /*causalBlock=*/0,
-          /*fuse=*/false, stateMemory,    scratchSlots};
+  return {chunkSize, kGpuValueBlock, stateMemory, scratchSlots};
 }
 } // namespace
 

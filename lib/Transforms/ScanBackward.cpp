@@ -13,8 +13,6 @@ using namespace mlir;
 namespace fwp {
 
 void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
-  if (config.fused)
-    return emitFusedBackward(seqLen, batch, heads);
   Value chunks = numChunks(seqLen);
   Value blocks = e.index(config.dValue / config.valueBlock);
   e.kernel("scan_state_grad", {batch, heads, blocks}, [&](ValueRange ids) {
@@ -55,35 +53,6 @@ void ScanKernels::emitBackward(Value seqLen, Value batch, Value heads) {
       /*slotted=*/true, /*localInput=*/config.localDpfpInput());
 }
 
-/// One instance per (batch, head) goes backwards over the chunks: each
-/// chunk's preparation again and U from its start state (the forward kept
-/// only those), then its state gradient, chunk gradients and DPFP's
-/// backward, all on the chunk's rows of a workspace that holds one chunk.
-void ScanKernels::emitFusedBackward(Value seqLen, Value batch, Value heads) {
-  Value chunks = numChunks(seqLen);
-  Value zero = e.index(0);
-  e.kernel("scan_backward", {batch, heads, e.index(1)}, [&](ValueRange ids) {
-    Value b = ids[0], h = ids[1];
-    Value ds = blockRows(buf.dState, b, h, zero);
-    Value scratch = config.stateGradScratch()
-                        ? blockRows(buf.dsScratch, b, h, zero)
-                        : Value();
-    emitBlockRowsInit(buf.dFinal, ds, b, h, zero);
-    e.forLoop(zero, chunks, [&](Value i) {
-      Value c = e.subIndex(e.subIndex(chunks, e.index(1)), i);
-      auto [t0, len] = chunkSpan(c, seqLen);
-      emitPrepare(b, h, c, t0, len);
-      emitNewValues(b, h, zero,
-                    stateAsRhs(chunkStartState(b, h, c), /*local=*/false,
-                               buf.st, b, h, zero),
-                    t0);
-      emitStateGradChunk(b, h, zero, t0, len, ds, scratch);
-      emitChunkGrad(b, h, c, t0, len);
-      emitInputGrads(b, h, t0, len);
-    });
-  });
-}
-
 /// On the value block [v0, v0 + Bv), given its rows dS of the gradient of
 /// the chunk's end state: dU = P^T dY + K dS^T, dK's term U dS, then
 /// dS_start = dS + dY^T Q - dU^T W~ (no W~ term for the sum rule), into
@@ -93,11 +62,10 @@ void ScanKernels::emitStateGradChunk(Value b, Value h, Value v0, Value t0,
                                      Value len, Value ds, Value scratch) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
-  Value w0 = workspaceRow(t0);
   emitChunkLoad(buf.dy, buf.dyw, b, h, v0, t0, len, block);
   StateRhs dsT = stateAsRhs(ds, config.localStateGrad(), buf.dst, b, h, v0);
-  Value dy = tiles.tile(buf.dyw, {b, h, w0, v0}, chunk, block);
-  Value du = tiles.tile(buf.du, {b, h, w0, v0}, chunk, block);
+  Value dy = tiles.tile(buf.dyw, {b, h, t0, v0}, chunk, block);
+  Value du = tiles.tile(buf.du, {b, h, t0, v0}, chunk, block);
   tiles.product(chunkRows(buf.pq, b, h, t0, chunk), dy, du, Transposed::Lhs);
   tiles.product(chunkRows(buf.kf, b, h, t0, dFeature), dsT.tile, du, dsT.form,
                 /*accumulate=*/true);
@@ -122,9 +90,9 @@ void ScanKernels::emitKeyGradStateTerm(Value b, Value h, Value v0, Value t0,
                                        Value ds, Value scratch) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
-  Value zero = e.index(0), w0 = workspaceRow(t0);
+  Value zero = e.index(0);
   if (!config.splitsValues())
-    return tiles.product(tiles.tile(buf.u, {b, h, w0, v0}, chunk, block), ds,
+    return tiles.product(tiles.tile(buf.u, {b, h, t0, v0}, chunk, block), ds,
                          chunkRows(buf.dkf, b, h, t0, dFeature));
   auto addShare = [&](Value row, int64_t rows) {
     Value share = tiles.tile(scratch, {zero, zero}, rows, dFeature);
@@ -134,10 +102,10 @@ void ScanKernels::emitKeyGradStateTerm(Value b, Value h, Value v0, Value t0,
   };
   int64_t pieces = chunk / block, rest = chunk % block;
   e.forLoop(zero, e.index(pieces), [&](Value i) {
-    addShare(e.addIndex(w0, e.mulIndex(i, e.index(block))), block);
+    addShare(e.addIndex(t0, e.mulIndex(i, e.index(block))), block);
   });
   if (rest)
-    addShare(e.addIndex(w0, e.index(pieces * block)), rest);
+    addShare(e.addIndex(t0, e.index(pieces * block)), rest);
 }
 
 /// Stores a chunk x cols tile of the workspace to the rows of a
@@ -178,13 +146,12 @@ void ScanKernels::emitChunkGrad(Value b, Value h, Value c, Value t0,
   Value valuesT = perChunk(buf.valuesT, dValue, chunk);
   // dP = tril(dY U^T).
   tiles.transpose(u, valuesT);
-  tiles.lowerProduct(dy, valuesT, dp, config.causalBlock, Triangular::Result);
+  tiles.product(dy, valuesT, dp);
   tiles.maskLower(dp, /*strict=*/false);
   // dQ = dY S + dP K.
   Value dq = rows(buf.dqf, dFeature);
   tiles.product(dy, state, dq);
-  tiles.lowerProduct(dp, k, dq, config.causalBlock, Triangular::Lhs,
-                     /*accumulate=*/true);
+  tiles.product(dp, k, dq, Transposed::None, /*accumulate=*/true);
   // dK = U dS + dP^T Q, U dS from scan_state_grad.
   tiles.product(dp, q, rows(buf.dkf, dFeature), Transposed::Lhs,
                 /*accumulate=*/true);
@@ -207,7 +174,7 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
   Value du = rows(buf.du, dValue), dwt = rows(buf.dwt, dFeature),
         da = rows(buf.da, chunk), a = rows(buf.a, chunk),
         k = rows(buf.kf, dFeature), v = rows(buf.vt, dValue),
-        beta = tiles.tile(buf.bt, {b, h, workspaceRow(t0)}, chunk);
+        beta = tiles.tile(buf.bt, {b, h, t0}, chunk);
   tiles.product(du, chunkStartState(b, h, c), dwt);
   tiles.negate(dwt);
   Value valuesT = chunkMatrix(buf.valuesT, b, h, c, dValue, chunk);
@@ -228,8 +195,7 @@ void ScanKernels::emitDeltaChunkGrad(Value b, Value h, Value c, Value t0,
   tiles.negate(dm);
   tiles.maskLower(dm, /*strict=*/true);
   // dbeta = rowsum(A^T dU * V) + rowsum(A^T dW~ * K) + rowsum(dM * G).
-  Value dbeta =
-      tiles.tile(buf.dbw, rowAt(buf.dbw, b, h, workspaceRow(t0)), chunk);
+  Value dbeta = tiles.tile(buf.dbw, rowAt(buf.dbw, b, h, t0), chunk);
   tiles.fill(dbeta, 0.0);
   tiles.addRowDots(atdu, v, dbeta);
   tiles.addRowDots(atdwt, k, dbeta);
@@ -278,10 +244,9 @@ void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
   int64_t chunk = config.chunk, d = config.dInput;
   Value phi = chunkRows(buf.phi, b, h, t0, config.dFeature);
   Value g = chunkRows(featureGrad, b, h, t0, config.dFeature);
-  Value w0 = workspaceRow(t0);
-  Value sums = tiles.tile(buf.phiSums, rowAt(buf.phiSums, b, h, w0), chunk);
-  Value dots = tiles.tile(buf.phiDots, rowAt(buf.phiDots, b, h, w0), chunk);
-  emitDpfpProducts(x, buf.phi, b, h, w0);
+  Value sums = tiles.tile(buf.phiSums, rowAt(buf.phiSums, b, h, t0), chunk);
+  Value dots = tiles.tile(buf.phiDots, rowAt(buf.phiDots, b, h, t0), chunk);
+  emitDpfpProducts(x, buf.phi, b, h, t0);
   tiles.rowSums(phi, sums, 0.0);
   tiles.rowDotsOfRoundedProducts(g, phi, dots);
   double eps = config.eps;
@@ -303,16 +268,16 @@ void ScanKernels::emitDpfpBackward(Value x, Value featureGrad, Value out,
                    arith::MulFOp::create(nb, loc, s, s))
             .getResult();
       });
-  emitDpfpInputGradient(x, featureGrad, b, h, w0);
+  emitDpfpInputGradient(x, featureGrad, b, h, t0);
   // dL/dk[n] = dL/dx[n] where k[n] > 0, -dL/dx[n + d] where k[n] < 0 (x
   // holds relu(k) and relu(-k)); zero at k[n] = 0. Into dx's first half.
   Value zero = e.index(0), half = e.index(d);
-  Value positive = tiles.tile(x, rowAt(x, b, h, w0, zero), chunk, d);
-  Value negative = tiles.tile(x, rowAt(x, b, h, w0, half), chunk, d);
+  Value positive = tiles.tile(x, rowAt(x, b, h, t0, zero), chunk, d);
+  Value negative = tiles.tile(x, rowAt(x, b, h, t0, half), chunk, d);
   Value dxPositive =
-      tiles.tile(buf.dx, rowAt(buf.dx, b, h, w0, zero), chunk, d);
+      tiles.tile(buf.dx, rowAt(buf.dx, b, h, t0, zero), chunk, d);
   Value dxNegative =
-      tiles.tile(buf.dx, rowAt(buf.dx, b, h, w0, half), chunk, d);
+      tiles.tile(buf.dx, rowAt(buf.dx, b, h, t0, half), chunk, d);
   tiles.mapRows(
       {positive, dxPositive, negative, dxNegative}, {}, dxPositive,
       [&](OpBuilder &nb, Location loc, ValueRange v, ValueRange) {

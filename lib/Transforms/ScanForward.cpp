@@ -48,17 +48,7 @@ std::pair<Value, Value> ScanKernels::chunkSpan(Value c, Value seqLen) {
   return {t0, e.minIndex(chunk, e.subIndex(seqLen, t0))};
 }
 
-Value ScanKernels::workspaceRow(Value t0) {
-  return config.fused ? e.index(0) : t0;
-}
-
-Value ScanKernels::workspaceChunk(Value c) {
-  return config.fused ? e.index(0) : c;
-}
-
 void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
-  if (config.fused)
-    return emitFusedForward(seqLen, batch, heads);
   Value chunks = numChunks(seqLen);
   // An instance per chunk: with scratch slots (docs/kernels.md) the
   // kernel took 255 registers, not 168.
@@ -90,24 +80,6 @@ void ScanKernels::emitForward(Value seqLen, Value batch, Value heads) {
   });
 }
 
-/// One instance per (batch, head) runs both steps chunk by chunk, so a
-/// chunk's workspace rows are read back while they are still in cache.
-void ScanKernels::emitFusedForward(Value seqLen, Value batch, Value heads) {
-  Value chunks = numChunks(seqLen);
-  Value zero = e.index(0);
-  e.kernel("scan_forward", {batch, heads, e.index(1)}, [&](ValueRange ids) {
-    Value s = blockRows(buf.state, ids[0], ids[1], zero);
-    emitBlockRowsInit(buf.initial, s, ids[0], ids[1], zero);
-    e.forLoop(zero, chunks, [&](Value c) {
-      auto [t0, len] = chunkSpan(c, seqLen);
-      // Without outputs (a gradient's forward, which keeps only the chunk
-      // start states) neither Q nor P is needed.
-      emitPrepare(ids[0], ids[1], c, t0, len, /*withQueries=*/bool(buf.y));
-      emitStateChunk(ids[0], ids[1], zero, c, t0, len, s);
-    });
-  });
-}
-
 /// x[j] = relu(concat(k, -k))[j] for the raw vector src[t, b, h, :].
 Value ScanKernels::dpfpInput(Value src, ValueRange row, Value j) {
   Value d = e.index(config.dInput);
@@ -120,45 +92,40 @@ Value ScanKernels::dpfpInput(Value src, ValueRange row, Value j) {
 /// sequence end. Without DPFP, a copy. With it, the loads build
 /// x = relu([q, -q]) (the only reads of q and k), and DPFP itself is tile
 /// operations (emitDpfpTiles), q's before k's loads (their x may be one
-/// local tile). Only k's without `withQueries`.
-void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len,
-                               bool withQueries) {
-  Value w0 = workspaceRow(t0);
+/// local tile).
+void ScanKernels::emitFeatures(Value b, Value h, Value t0, Value len) {
   if (!config.fusedDpfp) {
-    if (withQueries)
-      emitInputRows(buf.q, buf.qf, b, h, t0, len);
+    emitInputRows(buf.q, buf.qf, b, h, t0, len);
     emitInputRows(buf.k, buf.kf, b, h, t0, len);
     return;
   }
-  if (withQueries) {
-    emitInputRows(buf.q, buf.qx, b, h, t0, len);
-    emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, w0);
-  }
+  emitInputRows(buf.q, buf.qx, b, h, t0, len);
+  emitDpfpTiles(buf.qx, buf.qf, buf.qNorms, b, h, t0);
   emitInputRows(buf.k, buf.kx, b, h, t0, len);
-  emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, w0);
+  emitDpfpTiles(buf.kx, buf.kf, buf.kNorms, b, h, t0);
 }
 
 void ScanKernels::emitInputRows(Value src, Value dst, Value b, Value h,
                                 Value t0, Value len) {
   int64_t chunk = config.chunk, d = config.dInput;
   int64_t width = config.fusedDpfp ? 2 * d : d;
-  Value w0 = workspaceRow(t0), zero = e.index(0);
+  Value zero = e.index(0);
   ifWholeChunk(
       len,
       [&] {
         Value in = stepTile(src, t0, b, h, zero, chunk, d);
         if (!config.fusedDpfp)
           return tiles.copy(
-              in, tiles.tile(dst, rowAt(dst, b, h, w0, zero), chunk, d));
-        tiles.relu(in, tiles.tile(dst, rowAt(dst, b, h, w0, zero), chunk, d),
+              in, tiles.tile(dst, rowAt(dst, b, h, t0, zero), chunk, d));
+        tiles.relu(in, tiles.tile(dst, rowAt(dst, b, h, t0, zero), chunk, d),
                    /*negated=*/false);
         tiles.relu(in,
-                   tiles.tile(dst, rowAt(dst, b, h, w0, e.index(d)), chunk, d),
+                   tiles.tile(dst, rowAt(dst, b, h, t0, e.index(d)), chunk, d),
                    /*negated=*/true);
       },
       [&] {
         e.parallel({e.index(chunk), e.index(width)}, [&](ValueRange rf) {
-          Value t = e.addIndex(t0, rf[0]), w = e.addIndex(w0, rf[0]);
+          Value t = e.addIndex(t0, rf[0]);
           Value f = rf[1];
           Value value = e.ifElse(
               e.less(rf[0], len),
@@ -167,7 +134,7 @@ void ScanKernels::emitInputRows(Value src, Value dst, Value b, Value h,
                                         : e.load(src, stepIndex(t, b, h, f));
               },
               e.real(0.0));
-          e.store(value, dst, rowAt(dst, b, h, w, f));
+          e.store(value, dst, rowAt(dst, b, h, t, f));
         });
       });
 }
@@ -188,8 +155,8 @@ void ScanKernels::unbindLocalDpfpInput() {
 /// chunk that starts at step t0.
 Value ScanKernels::chunkRows(Value buffer, Value b, Value h, Value t0,
                              int64_t width) {
-  return tiles.tile(buffer, rowAt(buffer, b, h, workspaceRow(t0), e.index(0)),
-                    config.chunk, width);
+  return tiles.tile(buffer, rowAt(buffer, b, h, t0, e.index(0)), config.chunk,
+                    width);
 }
 
 SmallVector<Value, 4> ScanKernels::rowAt(Value buffer, Value b, Value h,
@@ -265,7 +232,7 @@ Value ScanKernels::chunkMatrix(Value buffer, Value b, Value h, Value c,
     assert(slot && "slot scratch outside a slot's instance");
     return tiles.tile(buffer, {slot, zero, zero, zero, zero}, rows, cols);
   }
-  return tiles.tile(buffer, {b, h, workspaceChunk(c), zero, zero}, rows, cols);
+  return tiles.tile(buffer, {b, h, c, zero, zero}, rows, cols);
 }
 
 Value ScanKernels::chunkStartState(Value b, Value h, Value c) {
@@ -324,12 +291,11 @@ void ScanKernels::emitDpfpProducts(Value x, Value features, Value b, Value h,
 void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
                                 Value c0, Value t0, Value len, int64_t cols) {
   int64_t chunk = config.chunk;
-  Value w0 = workspaceRow(t0);
   ifWholeChunk(
       len,
       [&] {
         tiles.copy(stepTile(src, t0, b, h, c0, chunk, cols),
-                   tiles.tile(dst, rowAt(dst, b, h, w0, c0), chunk, cols));
+                   tiles.tile(dst, rowAt(dst, b, h, t0, c0), chunk, cols));
       },
       [&] {
         e.parallel({e.index(chunk), e.index(cols)}, [&](ValueRange ri) {
@@ -338,7 +304,7 @@ void ScanKernels::emitChunkLoad(Value src, Value dst, Value b, Value h,
               e.less(ri[0], len),
               [&] { return e.load(src, stepIndex(t, b, h, col)); },
               e.real(0.0));
-          e.store(x, dst, rowAt(dst, b, h, e.addIndex(w0, ri[0]), col));
+          e.store(x, dst, rowAt(dst, b, h, e.addIndex(t0, ri[0]), col));
         });
       });
 }
@@ -355,8 +321,7 @@ void ScanKernels::emitChunkLoads(Value b, Value h, Value t0, Value len) {
       Value beta = e.ifElse(
           e.less(r[0], len),
           [&] { return e.load(buf.beta, stepIndex(t, b, h)); }, e.real(0.0));
-      e.store(beta, buf.bt,
-              rowAt(buf.bt, b, h, e.addIndex(workspaceRow(t0), r[0])));
+      e.store(beta, buf.bt, rowAt(buf.bt, b, h, e.addIndex(t0, r[0])));
     });
 }
 
@@ -431,13 +396,9 @@ void ScanKernels::emitBlockInverse(Value b, Value h, Value t0) {
     }
 }
 
-void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len,
-                              bool withQueries) {
-  emitFeatures(b, h, t0, len, withQueries);
+void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len) {
+  emitFeatures(b, h, t0, len);
   emitChunkLoads(b, h, t0, len);
-  // From here on, only the workspace: its rows of the chunk.
-  t0 = workspaceRow(t0);
-  c = workspaceChunk(c);
   int64_t chunk = config.chunk, dFeature = config.dFeature;
   Value zero = e.index(0);
   auto rows = [&](Value buffer, int64_t width) {
@@ -446,28 +407,23 @@ void ScanKernels::emitPrepare(Value b, Value h, Value c, Value t0, Value len,
   Value q = rows(buf.qf, dFeature);
   Value k = rows(buf.kf, dFeature);
   Value kt = tiles.tile(buf.kt, {b, h, c, zero, zero}, dFeature, chunk);
-  int64_t causal = config.causalBlock;
-  if (withQueries || config.isDelta())
-    tiles.transpose(k, kt);
+  tiles.transpose(k, kt);
   // P = tril(Q K^T).
-  if (withQueries) {
-    Value p = rows(buf.pq, chunk);
-    tiles.lowerProduct(q, kt, p, causal, Triangular::Result);
-    tiles.maskLower(p, /*strict=*/false);
-  }
+  Value p = rows(buf.pq, chunk);
+  tiles.product(q, kt, p);
+  tiles.maskLower(p, /*strict=*/false);
   if (!config.isDelta())
     return;
   // G = stril(K K^T), then A, then W~ = A diag(b) K and U~ = A diag(b) V.
   Value g = rows(buf.gram, chunk);
-  tiles.lowerProduct(k, kt, g, causal, Triangular::Result);
+  tiles.product(k, kt, g);
   tiles.maskLower(g, /*strict=*/true);
   emitInverse(b, h, t0);
   Value ab = rows(buf.ab, chunk);
   tiles.scaleColumns(rows(buf.a, chunk),
                      tiles.tile(buf.bt, rowAt(buf.bt, b, h, t0), chunk), ab);
-  tiles.lowerProduct(ab, k, rows(buf.wt, dFeature), causal, Triangular::Lhs);
-  tiles.lowerProduct(ab, rows(buf.vt, config.dValue),
-                     rows(buf.ut, config.dValue), causal, Triangular::Lhs);
+  tiles.product(ab, k, rows(buf.wt, dFeature));
+  tiles.product(ab, rows(buf.vt, config.dValue), rows(buf.ut, config.dValue));
 }
 
 } // namespace fwp

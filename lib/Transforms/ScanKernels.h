@@ -39,7 +39,7 @@ namespace fwp {
 /// cores' 16 rows.
 constexpr int64_t kInverseBlock = 16;
 
-// StateMemory (fwp/Dialect/FwpEnums.h): where the unfused state kernels
+// StateMemory (fwp/Dialect/FwpEnums.h): where the state kernels
 // (scan_state, scan_state_grad) keep their block of the state, or of its
 // gradient, across the chunks: rows of a [B, H, d_v, D] buffer in the
 // workspace (global memory), or kernel-local tiles, in the GPU's workgroup
@@ -73,20 +73,10 @@ struct ScanConfig {
   int64_t chunk = 0;
   /// Value columns per scan_state instance; divides dValue.
   int64_t valueBlock = 0;
-  // Row block of the products with a triangular operand or result (P, G,
-  // W~, U~, P U); 0 for whole products.
-  int64_t causalBlock = 0;
-  /// One kernel per (batch, head) for the forward (each chunk's
-  /// preparation right before its state step) and one for the backward
-  /// (backwards over the chunks: each chunk's preparation and U again, then
-  /// its gradients), valueBlock then being dValue: the workspace holds one
-  /// chunk per (batch, head), rows [0, C), and stays in cache; only the
-  /// chunk start states are kept for every chunk. The CPU's choice.
-  bool fused = false;
   StateMemory stateMemory = StateMemory::Workspace;
   /// The per-step inputs and outputs are [B, T, H, *] (else [T, B, H, *]).
   bool batchFirst = false;
-  /// Unfused gradients: scan_chunk_grad and scan_input_grad run
+  /// Gradients: scan_chunk_grad and scan_input_grad run
   /// min(B H N, scratchSlots) instances, each going over its share of the
   /// (batch, head, chunk) work in turn, and their scratch (what only one
   /// chunk's work reads and writes: ScanBuffers::slotScratch) holds one
@@ -100,14 +90,14 @@ struct ScanConfig {
   int64_t localRowPadding() const {
     return stateMemory == StateMemory::Workgroup ? kWorkgroupRowPadding : 0;
   }
-  /// Whether an unfused kernel keeps `count` local rows x cols tiles: local
+  /// Whether a kernel keeps `count` local rows x cols tiles: local
   /// memory asked for, and the tiles within kLocalStateBytes.
   bool fitsLocally(int64_t count, int64_t rows, int64_t cols) const {
-    return !fused && stateMemory != StateMemory::Workspace &&
+    return stateMemory != StateMemory::Workspace &&
            count * rows * (cols + localRowPadding()) * elementBytes <=
                kLocalStateBytes;
   }
-  /// Whether an unfused state kernel that needs `count` Bv x D tiles keeps
+  /// Whether a state kernel that needs `count` Bv x D tiles keeps
   /// them local.
   bool localState(int64_t count) const {
     return fitsLocally(count, valueBlock, dFeature);
@@ -121,7 +111,7 @@ struct ScanConfig {
   /// Kernel-local tiles of scan_state (S) and of scan_state_grad (dS and
   /// its scratch).
   bool localForwardState() const { return localState(1); }
-  /// Whether the unfused kernels that read DPFP's x = relu([k, -k])
+  /// Whether the kernels that read DPFP's x = relu([k, -k])
   /// (scan_prepare, scan_input_grad) build each chunk's rows of it in a
   /// kernel-local C x 2d tile, q's then k's, rather than in the workspace:
   /// local state memory asked for, and the tile within kLocalStateBytes.
@@ -183,11 +173,6 @@ public:
   /// prepare and state: y, the final state, and (if their buffers are set)
   /// A, U and the chunk start states for a backward.
   void emitForward(Value seqLen, Value batch, Value heads);
-  /// prepare and state in one kernel (ScanConfig::fused).
-  void emitFusedForward(Value seqLen, Value batch, Value heads);
-  /// prepare, U, state_grad, chunk_grad and input_grad in one kernel,
-  /// backwards over the chunks (ScanConfig::fused).
-  void emitFusedBackward(Value seqLen, Value batch, Value heads);
   /// state_grad and chunk_grad; emitForward must have run first with A, U
   /// and the chunk start states kept.
   void emitBackward(Value seqLen, Value batch, Value heads);
@@ -223,11 +208,6 @@ private:
       Value heads,
       function_ref<void(Value b, Value h, Value c, Value t0, Value len)> body,
       bool slotted, bool localInput);
-  /// Where the chunk starting at step t0 (chunk c) lives in the forward's
-  /// workspace: row t0 (chunk c), or row 0 (chunk 0) when the forward is
-  /// fused and the workspace holds one chunk.
-  Value workspaceRow(Value t0);
-  Value workspaceChunk(Value c);
   Value chunkMatrix(Value buffer, Value b, Value h, Value c, int64_t rows,
                     int64_t cols);
   /// The state at chunk c's start (kept for a backward).
@@ -244,8 +224,7 @@ private:
   /// the kernel ends (rowAt maps rows from t0 of the chunk at hand onto it).
   void bindLocalDpfpInput();
   void unbindLocalDpfpInput();
-  void emitFeatures(Value b, Value h, Value t0, Value len,
-                    bool withQueries = true);
+  void emitFeatures(Value b, Value h, Value t0, Value len);
   void emitDpfpTiles(Value x, Value features, Value norms, Value b, Value h,
                      Value t0);
   void emitDpfpProducts(Value x, Value features, Value b, Value h, Value t0);
@@ -259,8 +238,7 @@ private:
   void emitChunkLoads(Value b, Value h, Value t0, Value len);
   void emitInverse(Value b, Value h, Value t0);
   void emitBlockInverse(Value b, Value h, Value t0);
-  void emitPrepare(Value b, Value h, Value c, Value t0, Value len,
-                   bool withQueries = true);
+  void emitPrepare(Value b, Value h, Value c, Value t0, Value len);
   /// Rows [v0, v0 + Bv) of a state-shaped [B, H, d_v, D] buffer.
   Value blockRows(Value buffer, Value b, Value h, Value v0);
   /// A kernel-local Bv x D tile in the config's state memory.

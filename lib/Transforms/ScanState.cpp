@@ -59,31 +59,29 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
                                  Value len, Value s) {
   int64_t chunk = config.chunk, dFeature = config.dFeature,
           block = config.valueBlock;
-  Value zero = e.index(0), w0 = workspaceRow(t0);
+  Value zero = e.index(0);
   StateRhs st = stateAsRhs(s, config.localForwardState(), buf.st, b, h, v0);
-  Value q = tiles.tile(buf.qf, {b, h, w0, zero}, chunk, dFeature);
-  Value k = tiles.tile(buf.kf, {b, h, w0, zero}, chunk, dFeature);
+  Value q = tiles.tile(buf.qf, {b, h, t0, zero}, chunk, dFeature);
+  Value k = tiles.tile(buf.kf, {b, h, t0, zero}, chunk, dFeature);
   emitNewValues(b, h, v0, st, t0);
-  Value u = tiles.tile(buf.u, {b, h, w0, v0}, chunk, block);
+  Value u = tiles.tile(buf.u, {b, h, t0, v0}, chunk, block);
   // A backward keeps S.
   if (buf.chunkStates)
     tiles.copy(
         s, tiles.tile(buf.chunkStates, {b, h, c, v0, zero}, block, dFeature));
   // Y = Q S^T + P U, stored for the chunk's rows before the sequence end.
   if (buf.y) {
-    Value y = tiles.tile(buf.yw, {b, h, w0, v0}, chunk, block);
+    Value y = tiles.tile(buf.yw, {b, h, t0, v0}, chunk, block);
     tiles.product(q, st.tile, y, st.form);
-    tiles.lowerProduct(tiles.tile(buf.pq, {b, h, w0, zero}, chunk, chunk), u, y,
-                       config.causalBlock, Triangular::Lhs,
-                       /*accumulate=*/true);
+    tiles.product(tiles.tile(buf.pq, {b, h, t0, zero}, chunk, chunk), u, y,
+                  Transposed::None, /*accumulate=*/true);
     ifWholeChunk(
         len,
         [&] { tiles.copy(y, stepTile(buf.y, t0, b, h, v0, chunk, block)); },
         [&] {
           e.parallel({len, e.index(block)}, [&](ValueRange ri) {
             Value t = e.addIndex(t0, ri[0]), col = e.addIndex(v0, ri[1]);
-            Value w = e.addIndex(w0, ri[0]);
-            e.store(e.load(buf.yw, {b, h, w, col}), buf.y,
+            e.store(e.load(buf.yw, {b, h, t, col}), buf.y,
                     stepIndex(t, b, h, col));
           });
         });
@@ -97,13 +95,12 @@ void ScanKernels::emitStateChunk(Value b, Value h, Value v0, Value c, Value t0,
 void ScanKernels::emitNewValues(Value b, Value h, Value v0, StateRhs st,
                                 Value t0) {
   int64_t chunk = config.chunk, block = config.valueBlock;
-  Value w0 = workspaceRow(t0);
-  Value u = tiles.tile(buf.u, {b, h, w0, v0}, chunk, block);
+  Value u = tiles.tile(buf.u, {b, h, t0, v0}, chunk, block);
   if (!config.isDelta())
-    return tiles.copy(tiles.tile(buf.vt, {b, h, w0, v0}, chunk, block), u);
+    return tiles.copy(tiles.tile(buf.vt, {b, h, t0, v0}, chunk, block), u);
   tiles.product(chunkRows(buf.wt, b, h, t0, config.dFeature), st.tile, u,
                 st.form);
-  tiles.subtract(tiles.tile(buf.ut, {b, h, w0, v0}, chunk, block), u, u);
+  tiles.subtract(tiles.tile(buf.ut, {b, h, t0, v0}, chunk, block), u, u);
 }
 
 } // namespace fwp

@@ -142,30 +142,6 @@ void TileBuilder::product(Value lhs, Value rhs, Value out,
       {b.getNamedAttr("indexing_maps", b.getArrayAttr(maps))});
 }
 
-void TileBuilder::lowerProduct(Value lhs, Value rhs, Value out, int64_t block,
-                               Triangular which, bool accumulate) {
-  // The triangular tile is square: chunk x chunk.
-  int64_t side = which == Triangular::Lhs ? shape(lhs)[0] : shape(out)[1];
-  if (block <= 0 || side % block != 0 || side == block)
-    return product(lhs, rhs, out, Transposed::None, accumulate);
-  int64_t inner = shape(lhs)[1], cols = shape(out)[1];
-  Value zero = arith::ConstantIndexOp::create(b, 0);
-  for (int64_t i = 0; i < side / block; ++i) {
-    Value row = arith::ConstantIndexOp::create(b, i * block);
-    int64_t span = (i + 1) * block;
-    if (which == Triangular::Lhs)
-      product(tile(lhs, {row, zero}, block, span),
-              tile(rhs, {zero, zero}, span, cols),
-              tile(out, {row, zero}, block, cols), Transposed::None,
-              accumulate);
-    else
-      product(tile(lhs, {row, zero}, block, inner),
-              tile(rhs, {zero, zero}, inner, span),
-              tile(out, {row, zero}, block, span), Transposed::None,
-              accumulate);
-  }
-}
-
 void TileBuilder::maskLower(Value tile, bool strict) {
   linalg::GenericOp::create(
       b, ValueRange{}, ValueRange{tile}, {identityMap(2)}, parallel(2),

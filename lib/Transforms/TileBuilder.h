@@ -30,12 +30,6 @@ namespace fwp {
 /// kernel-local tile the GPU's tensor cores read in place, the state.)
 enum class Transposed { None, Lhs, Rhs };
 
-/// What of a product is lower triangular by blocks: its left operand (so
-/// that row block i reads only the first i + 1 column blocks of it and row
-/// blocks of the right operand) or its result (row block i needs only its
-/// first i + 1 column blocks; a causal mask zeroes the rest).
-enum class Triangular { Lhs, Result };
-
 class TileBuilder {
 public:
   TileBuilder(mlir::ImplicitLocOpBuilder &b, mlir::Type elementType)
@@ -70,13 +64,6 @@ public:
   void product(mlir::Value lhs, mlir::Value rhs, mlir::Value out,
                Transposed transposed = Transposed::None,
                bool accumulate = false);
-
-  /// product() by row blocks of `block` rows, skipping the blocks above the
-  /// diagonal of `which`: about (n - 1) / 2n of the work for n blocks. A
-  /// result's blocks above the diagonal are not written. Whole products if
-  /// `block` is 0 or does not divide the square tile.
-  void lowerProduct(mlir::Value lhs, mlir::Value rhs, mlir::Value out,
-                    int64_t block, Triangular which, bool accumulate = false);
 
   /// Zeroes tile[i, j] above the diagonal (j > i), or on and above it
   /// (j >= i) if `strict`: the causal masks.

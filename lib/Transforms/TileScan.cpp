@@ -38,8 +38,7 @@ Value allocate(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
 
 /// The pass's options, checked.
 struct TileOptions {
-  int64_t chunk, valueBlock, causalBlock;
-  bool fuse;
+  int64_t chunk, valueBlock;
   StateMemory stateMemory;
   int64_t scratchSlots;
 };
@@ -74,17 +73,11 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, const TileOptions &options) {
   config.valueBlock = config.dValue % options.valueBlock == 0
                           ? options.valueBlock
                           : config.dValue;
-  config.causalBlock = options.causalBlock;
-  // A fused kernel takes all value columns: one instance per (batch, head).
-  config.fused = options.fuse;
-  if (options.fuse)
-    config.valueBlock = config.dValue;
   config.stateMemory = options.stateMemory;
   // The slots' loop over the chunks keeps more values in registers across
   // scan_chunk_grad's work: at D = 256 (d_k = 64, nu = 2) it spilled.
-  config.scratchSlots = options.fuse || config.dFeature > kMaxSlotFeatures
-                            ? 0
-                            : options.scratchSlots;
+  config.scratchSlots =
+      config.dFeature > kMaxSlotFeatures ? 0 : options.scratchSlots;
   config.batchFirst = op.getBatchFirst();
   config.elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   return config;
@@ -123,19 +116,17 @@ public:
         {batch, heads, e.index(config.dFeature), e.index(config.dValue)},
         elementType);
   }
-  /// Workspace [B, H, T', width], T' = T rounded up to whole chunks, or
-  /// [B, H, C, width] for a fused forward.
+  /// Workspace [B, H, T', width], T' = T rounded up to whole chunks.
   Value workspace(int64_t width) {
     return allocate(b, {dyn, dyn, dyn, width},
-                    {batch, heads, workspaceSteps(), e.index(width)},
-                    elementType);
+                    {batch, heads, paddedSteps(), e.index(width)}, elementType);
   }
-  /// One value per step, [B, H, T'] (or [B, H, C]).
+  /// One value per step, [B, H, T'].
   Value workspaceColumn() {
-    return allocate(b, {dyn, dyn, dyn}, {batch, heads, workspaceSteps()},
+    return allocate(b, {dyn, dyn, dyn}, {batch, heads, paddedSteps()},
                     elementType);
   }
-  /// One state per chunk, [B, H, chunks, d_v, D], fused or not.
+  /// One state per chunk, [B, H, chunks, d_v, D].
   Value perChunkStates() {
     return allocate(b, {dyn, dyn, dyn, config.dValue, config.dFeature},
                     {batch, heads, chunks(), e.index(config.dValue),
@@ -159,12 +150,10 @@ public:
     return config.scratchSlots ? perSlot({1, rows, cols})
                                : perChunk(rows, cols);
   }
-  /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols] (one
-  /// chunk for a fused workspace).
+  /// One rows x cols matrix per chunk, [B, H, chunks, rows, cols].
   Value perChunk(int64_t rows, int64_t cols) {
-    Value count = config.fused ? e.index(1) : chunks();
     return allocate(b, {dyn, dyn, dyn, rows, cols},
-                    {batch, heads, count, e.index(rows), e.index(cols)},
+                    {batch, heads, chunks(), e.index(rows), e.index(cols)},
                     elementType);
   }
 
@@ -199,10 +188,6 @@ private:
       slotCount = e.minIndex(e.mulIndex(e.mulIndex(batch, heads), chunks()),
                              e.index(config.scratchSlots));
     return slotCount;
-  }
-
-  Value workspaceSteps() {
-    return config.fused ? e.index(config.chunk) : paddedSteps();
   }
 
   /// The sizes of a per-step tensor's first three dimensions, in its
@@ -394,11 +379,9 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
     };
     if (below("chunk-size", chunkSize, 1) ||
         below("value-block", valueBlock, 1) ||
-        below("causal-block", causalBlock, 0) ||
         below("scratch-slots", scratchSlots, 0))
       return signalPassFailure();
-    TileOptions options{chunkSize, valueBlock,  causalBlock,
-                        fuse,      stateMemory, scratchSlots};
+    TileOptions options{chunkSize, valueBlock, stateMemory, scratchSlots};
     SmallVector<Operation *> scans;
     getOperation()->walk([&](Operation *op) {
       if (isa<ScanOp, ScanGradOp>(op))

@@ -1,14 +1,10 @@
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-tile-scan=chunk-size=32 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BLOCKS
-// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=32 causal-block=16" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=CAUSAL
-// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 fuse=1" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: not fwp-opt %s -fwp-tile-scan=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
 // RUN: not fwp-opt %s -fwp-tile-scan=value-block=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
 
 // CHUNK: error: fwp-tile-scan: chunk-size must be at least 1, got 0
 // BLOCK: error: fwp-tile-scan: value-block must be at least 1, got 0
-// RUN: not fwp-opt %s -fwp-tile-scan=causal-block=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=CAUSAL-NEG
-// CAUSAL-NEG: error: fwp-tile-scan: causal-block must be at least 0, got -1
 // RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 state-memory=workgroup" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=LOCAL
 // RUN: not fwp-opt %s -fwp-tile-scan=state-memory=registers -split-input-file 2>&1 | FileCheck %s --check-prefix=BADMEM
 // BADMEM: for the --state-memory option: Cannot find option named 'registers'!
@@ -41,34 +37,6 @@
 // BLOCKS: arith.negf
 // BLOCKS: linalg.matmul ins(%{{.*}}, %[[T]] : memref<16x16xf32{{.*}}, memref<16x16xf32
 // BLOCKS: } {fwp.kernel = "scan_prepare", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
-// With causal blocks of 16 (C = 32), the products with a triangular result
-// (P, G) or left operand (W~ = A diag(b) K, U~, and P U in scan_state) go
-// by row blocks: row block i reads or writes only the first i + 1 column
-// blocks.
-// CAUSAL-LABEL: func @delta_fused
-// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x16xf32{{.*}}) outs(%[[P0:.*]] : memref<16x16xf32
-// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x32xf32{{.*}}) outs(%{{.*}} : memref<16x32xf32
-// CAUSAL: arith.cmpi ule
-// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x32xf32{{.*}}) outs(%[[W0:.*]] : memref<16x32xf32
-// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x32xf32{{.*}}) outs(%{{.*}} : memref<16x32xf32
-// CAUSAL: } {fwp.kernel = "scan_prepare", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
-// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x16xf32{{.*}}, memref<16x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
-// CAUSAL: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
-// CAUSAL: } {fwp.kernel = "scan_state", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
-// With fuse (the CPU's choice), one kernel over (batch, head) runs
-// each chunk's preparation right before its state step, on all 8 value
-// columns; the workspace holds one chunk (16 rows) per (batch, head).
-// FUSED-LABEL: func @delta_fused
-// FUSED: memref.alloc(%{{.*}}, %{{.*}}, %c16{{.*}}) : memref<?x?x?x32xf32>
-// FUSED-NOT: fwp.kernel
-// FUSED: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
-// FUSED: scf.for
-// FUSED: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x16xf32{{.*}}) outs(%{{.*}} : memref<16x16xf32
-// FUSED: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x32xf32{{.*}}, memref<32x8xf32{{.*}}) outs(%{{.*}} : memref<16x8xf32
-// FUSED: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : memref<16x8xf32{{.*}}, memref<16x32xf32{{.*}} outs(%{{.*}} : memref<8x32xf32
-// FUSED: } {fwp.kernel = "scan_forward", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
-// FUSED-NOT: fwp.kernel
-// FUSED: return
 // CHECK-LABEL: func @delta_fused
 // CHECK: %[[T:.*]] = memref.dim %{{.*}}, %c0
 // CHECK: %[[Y:.*]] = memref.alloc({{.*}}) : memref<?x2x4x8xf32>
@@ -160,21 +128,6 @@ func.func @sum_unfused(%q: tensor<?x?x?x4xf64>, %v: tensor<?x?x?x2xf64>)
 // The gradient: prepare and state (keeping every chunk's start state: a
 // copy of the state tile), then the state gradient backwards over chunks
 // and the per-chunk gradients in parallel.
-// Fused, a gradient keeps one state per chunk (the chunk start states) and
-// a workspace of one chunk: scan_forward keeps the states, then
-// scan_backward goes backwards over the chunks, preparing each again.
-// FUSED-LABEL: func @delta_grad
-// FUSED: %[[N:.*]] = arith.ceildivsi
-// FUSED: %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}, %[[N]]) : memref<?x?x?x8x16xf32>
-// FUSED: } {fwp.kernel = "scan_forward", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
-// FUSED: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %c1
-// FUSED: scf.for %[[I:.*]] = %{{.*}} to %[[M:.*]] step
-// FUSED: arith.subi %[[M]], %c1
-// FUSED: arith.subi %{{.*}}, %[[I]]
-// FUSED: linalg.transpose ins(%{{.*}} : memref<8x16xf32{{.*}}) outs(%[[ST:.*]] : memref<16x8xf32
-// FUSED: linalg.matmul ins(%{{.*}}, %[[ST]] : memref<16x16xf32{{.*}}, memref<16x8xf32
-// FUSED: } {fwp.kernel = "scan_backward", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
-// FUSED-NOT: fwp.kernel
 // CHECK-LABEL: func @delta_grad
 // CHECK: %[[STATES:.*]] = memref.alloc({{.*}}) : memref<?x?x?x8x16xf32>
 // CHECK: scf.forall
@@ -287,16 +240,12 @@ func.func @half_precision(%q: tensor<8x1x1x4xf16>, %v: tensor<8x1x1x2xf16>)
 // -----
 
 // A gradient that also returns the scan's outputs (a `y` result) computes
-// them in its forward: fused, scan_forward forms the queries' P = Q K^T
-// and stores Y in the output it returns.
-// FUSED-LABEL: func @sum_grad_with_outputs
-// FUSED: %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x1x2x8xf32>
-// FUSED: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<16x4xf32{{.*}}, memref<4x16xf32{{.*}}) outs(%{{.*}} : memref<16x16xf32
-// FUSED: memref.store %{{.*}}, %[[Y]]
-// FUSED: } {fwp.kernel = "scan_forward"
-// FUSED: } {fwp.kernel = "scan_backward"
-// FUSED: %[[YT:.*]] = bufferization.to_tensor %[[Y]]
-// FUSED: return %{{.*}}, %[[YT]]
+// them in its forward: scan_state stores Y in the output it returns.
+// CHECK-LABEL: func @sum_grad_with_outputs
+// CHECK: %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x1x2x8xf32>
+// CHECK: } {fwp.kernel = "scan_state"
+// CHECK: %[[YT:.*]] = bufferization.to_tensor %[[Y]]
+// CHECK: return %{{.*}}, %[[YT]]
 func.func @sum_grad_with_outputs(%q: tensor<?x1x2x4xf32>,
                                  %v: tensor<?x1x2x8xf32>,
                                  %dy: tensor<?x1x2x8xf32>)

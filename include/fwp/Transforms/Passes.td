@@ -173,14 +173,9 @@ def FwpTileScan : Pass<"fwp-tile-scan", "::mlir::func::FuncOp"> {
       `Y = Q S^T + P U`, `S' = S + U^T K` on the block's rows of the state.
       Value blocks are independent, so the grid grows with d_v.
 
-    With `fuse` (the CPU pipeline's choice) the two are one kernel,
-    `scan_forward`, over (batch, head): each chunk's preparation, then its
-    state step on all d_v columns, so that the workspace holds one chunk
-    per (batch, head) and stays in cache. `fwp.scan_grad` then runs that
-    kernel (keeping each chunk's start state) and one more,
-    `scan_backward`, backwards over the chunks: each chunk's preparation
-    and U again, then its state gradient, chunk gradients and DPFP's
-    backward.
+    These are the GPU's kernels (and `fwp-to-cpu{gpu-tiling}`'s, which
+    checks them on the host); the CPU lowers the scan through its chunk
+    operations instead (`fwp-scan-to-chunks`, `fwp-lower-chunks`).
 
     Inside a kernel, each tile operation (and each `scf.parallel` loop) is
     work the thread block shares; sequential `scf.for` loops are run by
@@ -196,24 +191,12 @@ def FwpTileScan : Pass<"fwp-tile-scan", "::mlir::func::FuncOp"> {
     Option<"valueBlock", "value-block", "int64_t", /*default=*/"32",
            "value columns per scan_state instance (d_v if it does not "
            "divide d_v)">,
-    Option<"causalBlock", "causal-block", "int64_t", /*default=*/"0",
-           "row block of the products with a lower-triangular operand or "
-           "result (P, G, W~, U~ and P U), which then skip the blocks above "
-           "the diagonal; 0 (or a block that does not cut the chunk in two "
-           "or more): whole products">,
-    Option<"fuse", "fuse", "bool", /*default=*/"false",
-           "one kernel per (batch, head) for the forward, `scan_forward`, "
-           "and for fwp.scan_grad one more for the backward, "
-           "`scan_backward`, each going through the chunks in order with "
-           "a workspace of one chunk per (batch, head) that stays in "
-           "cache; the only per-chunk buffer left is the chunk start "
-           "states of a gradient">,
     Option<"stateMemory", "state-memory", "::fwp::StateMemory",
            /*default=*/"::fwp::StateMemory::Workspace",
            "where scan_state keeps its block of the state across the chunks "
            "(and scan_state_grad its block of the state gradient); local "
-           "tiles are taken only up to 34 KiB per instance, and fused "
-           "kernels keep the workspace; with workgroup or stack, DPFP's x = "
+           "tiles are taken only up to 34 KiB per instance; with "
+           "workgroup or stack, DPFP's x = "
            "relu([k, -k]) is a local tile of scan_prepare and "
            "scan_input_grad too, within the same 34 KiB",
            [{::llvm::cl::values(
@@ -228,7 +211,7 @@ def FwpTileScan : Pass<"fwp-tile-scan", "::mlir::func::FuncOp"> {
                         "the same tiles on the CPU instance's stack: the "
                         "GPU's form checked on the host"))}]>,
     Option<"scratchSlots", "scratch-slots", "int64_t", /*default=*/"0",
-           "unfused gradients: instances of scan_chunk_grad and "
+           "instances of scan_chunk_grad and "
            "scan_input_grad, each going over its share of the (batch, head, "
            "chunk) work in turn, so that the buffers only one chunk's work "
            "reads and writes hold one chunk per instance rather than every "
