@@ -115,6 +115,15 @@ ForwardStep forwardStep(ChunkTiles &chunk, ForwardChain chain,
   return step;
 }
 
+/// A per-step result the kernel stores a chunk's rows at a time: the value
+/// it replaces, its empty shared out, its width, and which of a step's
+/// tiles it is.
+struct StoredRows {
+  Value replaced, empty;
+  int64_t width;
+  Value ForwardStep::*tile;
+};
+
 struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -123,7 +132,6 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     FailureOr<ForwardChain> chain = matchForwardChain(output, rewriter);
     if (failed(chain))
       return failure();
-    ChunkWyOp wy = chain->wy;
     ChunkStatesOp states = chain->states;
     Value v = chain->values;
 
@@ -138,38 +146,39 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     Value chunks = tiles.numChunks(steps);
     SmallVector<Value> bounds = {tiles.stepDim(states.getK(), 1),
                                  tiles.stepDim(states.getK(), 2)};
-    // Shared outs: Y, the final state, then those of `stored` that are set.
-    Value stored[] = {chain->wt, chain->writes, chain->starts};
-    SmallVector<Value> outputs = {
-        tiles.emptyLike(v),
-        tiles.emptyState(states.getFinalState(), {bounds[0], bounds[1]})};
-    // (Sizes from the chain's operands: the stored values' own uses are
-    // about to be replaced.)
+    // Y, then what the gradients read (sized from the chain's operands:
+    // the stored values' own uses are about to be replaced).
+    SmallVector<StoredRows> rows = {
+        {output->getResult(0), tiles.emptyLike(v), values, &ForwardStep::y}};
     if (chain->wt)
-      outputs.push_back(tiles.emptyLike(states.getK()));
+      rows.push_back({chain->wt, tiles.emptyLike(states.getK()), features,
+                      &ForwardStep::wt});
     if (chain->writes)
-      outputs.push_back(tiles.emptyLike(v));
+      rows.push_back(
+          {chain->writes, tiles.emptyLike(v), values, &ForwardStep::writes});
+    // Shared outs: the rows, the start states if stored, the final state.
+    SmallVector<Value> outputs;
+    for (const StoredRows &row : rows)
+      outputs.push_back(row.empty);
     if (chain->starts)
       outputs.push_back(
           tiles.emptyState(chain->starts, {bounds[0], bounds[1], chunks}));
+    const size_t finalIndex = outputs.size();
+    outputs.push_back(
+        tiles.emptyState(states.getFinalState(), {bounds[0], bounds[1]}));
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
 
     auto forall = buildForall(
         b, "chunk_forward", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          // The (batch, head) parts of the per-step and per-chunk results,
-          // carried through the chunk loop after the state.
-          SmallVector<ChunkTiles::View> heads = {
-              tiles.headRows(outs[0], bi, h, steps, values)};
-          unsigned next = 2;
-          if (chain->wt)
-            heads.push_back(
-                tiles.headRows(outs[next++], bi, h, steps, features));
-          if (chain->writes)
-            heads.push_back(tiles.headRows(outs[next++], bi, h, steps, values));
+          // The (batch, head) parts of the stored results, carried through
+          // the chunk loop after the state.
+          SmallVector<ChunkTiles::View> heads;
+          for (auto [row, out] : llvm::zip(rows, outs))
+            heads.push_back(tiles.headRows(out, bi, h, steps, row.width));
           if (chain->starts)
-            heads.push_back(tiles.headStates(outs[next++], bi, h, chunks,
+            heads.push_back(tiles.headStates(outs[rows.size()], bi, h, chunks,
                                              values, features));
           ChunkTiles::Slice finalSlice = tiles.perHead(
               bi, h, {b.getIndexAttr(values), b.getIndexAttr(features)});
@@ -187,28 +196,19 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                 ChunkTiles chunk(cb, element, tiles.chunk, tiles.batchFirst);
                 Value s = carried[0];
                 auto [t0, len] = chunk.span(c, steps);
-                auto rowsOf = [&](int64_t width) {
-                  return chunk.region({t0, zero},
-                                      {len, cb.getIndexAttr(width)});
-                };
                 StateTile held(s, /*transposed=*/true);
                 ForwardStep step =
                     forwardStep(chunk, *chain, output, held, bi, h, t0, len);
-                SmallVector<Value> yielded = {
-                    Value(), chunk.place(chunk.firstRows(step.y, len),
-                                         carried[1], rowsOf(values))};
-                unsigned at = 2;
-                if (chain->wt)
-                  yielded.push_back(chunk.place(chunk.firstRows(step.wt, len),
-                                                carried[at++],
-                                                rowsOf(features)));
-                if (chain->writes)
-                  yielded.push_back(
-                      chunk.place(chunk.firstRows(step.writes, len),
-                                  carried[at++], rowsOf(values)));
+                SmallVector<Value> yielded = {Value()};
+                for (auto [row, rowsSoFar] :
+                     llvm::zip(rows, carried.drop_front()))
+                  yielded.push_back(chunk.place(
+                      chunk.firstRows(step.*row.tile, len), rowsSoFar,
+                      chunk.region({t0, zero},
+                                   {len, cb.getIndexAttr(row.width)})));
                 if (chain->starts)
                   yielded.push_back(chunk.placeTransposed(
-                      s, carried[at++],
+                      s, carried.back(),
                       chunk.region({c, zero, zero},
                                    {one, cb.getIndexAttr(values),
                                     cb.getIndexAttr(features)})));
@@ -218,25 +218,25 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                     chunkNextState(chunk, step.writes, step.keys, held);
                 scf::YieldOp::create(cb, yielded);
               });
-          SmallVector<ParallelStore> stores = {
-              {loop.getResult(1), outs[0], heads[0].slice},
-              {tiles.copyTo(tiles.transpose(loop.getResult(0)), outs[1],
-                            finalSlice),
-               outs[1], finalSlice}};
-          for (unsigned i = 1; i < heads.size(); ++i)
-            stores.push_back(
-                {loop.getResult(i + 1), outs[i + 1], heads[i].slice});
+          SmallVector<ParallelStore> stores;
+          for (auto [i, head] : llvm::enumerate(heads))
+            stores.push_back({loop.getResult(i + 1), outs[i], head.slice});
+          Value finalState = tiles.transpose(loop.getResult(0));
+          stores.push_back(
+              {tiles.copyTo(finalState, outs[finalIndex], finalSlice),
+               outs[finalIndex], finalSlice});
           return stores;
         });
-    rewriter.replaceAllUsesWith(states.getFinalState(), forall.getResult(1));
-    unsigned result = 2;
-    for (Value value : stored)
-      if (value)
-        rewriter.replaceAllUsesWith(value, forall.getResult(result++));
-    rewriter.replaceOp(output, forall.getResult(0));
+    for (auto [i, row] : llvm::enumerate(rows))
+      rewriter.replaceAllUsesWith(row.replaced, forall.getResult(i));
+    if (chain->starts)
+      rewriter.replaceAllUsesWith(chain->starts, forall.getResult(rows.size()));
+    rewriter.replaceAllUsesWith(states.getFinalState(),
+                                forall.getResult(finalIndex));
+    rewriter.eraseOp(output);
     rewriter.eraseOp(states);
-    if (wy)
-      rewriter.eraseOp(wy);
+    if (chain->wy)
+      rewriter.eraseOp(chain->wy);
     return success();
   }
 };

@@ -183,8 +183,8 @@ func.func @forward_dpfp_read(%q: tensor<40x2x4x8xf32>,
 
 // What other operations read as well (a training step's gradients read
 // Wt, the writes and the start states) the fused kernel stores too: its
-// results after Y and the final state, each chunk's start state transposed
-// back into its slot.
+// results after Y and before the final state, each chunk's start state
+// transposed back into its slot.
 // FUSED-LABEL: func @stored_for_gradients
 // FUSED-NOT: fwp.chunk_
 // FUSED: %[[KERNEL:.*]]:5 = scf.forall
@@ -193,7 +193,7 @@ func.func @forward_dpfp_read(%q: tensor<40x2x4x8xf32>,
 // FUSED: tensor.insert_slice %[[START]] into %{{.*}}[%{{.*}}, 0, 0] [1, 8, 32]
 // FUSED: {fwp.kernel = "chunk_forward"}
 // FUSED-NOT: fwp.kernel
-// FUSED: return %[[KERNEL]]#0, %[[KERNEL]]#2, %[[KERNEL]]#3, %[[KERNEL]]#4
+// FUSED: return %[[KERNEL]]#0, %[[KERNEL]]#1, %[[KERNEL]]#2, %[[KERNEL]]#3
 func.func @stored_for_gradients(%q: tensor<40x2x4x32xf32>,
                                 %k: tensor<40x2x4x32xf32>,
                                 %v: tensor<40x2x4x8xf32>,
