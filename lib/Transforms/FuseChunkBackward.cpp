@@ -99,7 +99,7 @@ struct PairKernel {
     return {features, features, values, 0};
   }
   /// dQ, the (summed) dK, and for the delta rule dV and dbeta replaced by
-  /// the first of `results`; the pair erased.
+  /// the first `results`; the pair erased.
   void replace(PatternRewriter &rewriter, ValueRange results) {
     rewriter.replaceAllUsesWith(qk.getDq(), results[0]);
     rewriter.replaceAllUsesWith(keyGradient(), results[1]);
