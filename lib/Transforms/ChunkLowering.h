@@ -236,8 +236,8 @@ mlir::Value chunkNextState(ChunkTiles &tiles, mlir::Value writes, KeyTile keys,
 mlir::Value chunkOutput(ChunkTiles &tiles, mlir::Value queries, KeyTile keys,
                         mlir::Value writes, StateTile state);
 
-/// One chunk's steps of the backward (docs/delta-rule-math.md, section 5),
-/// given the state S at its start and the gradient dS of its end state.
+// One chunk's steps of the backward (docs/delta-rule-math.md, section 5),
+// given the state S at its start and the gradient dS of its end state.
 
 /// The gradient of the chunk's writes, dU = tril(Q K^T)^T dY + K dS^T.
 mlir::Value chunkWritesGrad(ChunkTiles &tiles, mlir::Value queries,

@@ -38,12 +38,12 @@ struct ForwardChain {
   Value wt, writes, starts;
 };
 
-/// Whether every user of `value` other than `inChain` comes after `anchor`,
-/// where the kernel will stand.
-bool readAfter(Value value, Operation *inChain, Operation *anchor) {
+/// Whether every user of `value` but `anchor`, where the kernel will stand,
+/// comes after it.
+bool readAfter(Value value, Operation *anchor) {
   DominanceInfo dominance(anchor->getParentOp());
   return llvm::all_of(value.getUsers(), [&](Operation *user) {
-    return user == inChain || dominance.properlyDominates(anchor, user);
+    return user == anchor || dominance.properlyDominates(anchor, user);
   });
 }
 
@@ -64,8 +64,7 @@ FailureOr<ForwardChain> matchForwardChain(ChunkOutputOp output,
     auto wy = states.getWt().getDefiningOp<ChunkWyOp>();
     if (!wy || states.getValues() != wy.getUt() ||
         states.getWt() != wy.getWt() || wy.getK() != states.getK() ||
-        !onlyUsedBy(wy.getUt(), states) ||
-        !readAfter(wy.getWt(), states, states) ||
+        !onlyUsedBy(wy.getUt(), states) || !readAfter(wy.getWt(), states) ||
         wy.getChunkSize() != states.getChunkSize() ||
         wy.getBatchFirst() != states.getBatchFirst())
       return rewriter.notifyMatchFailure(output, "not the WY form's states");
