@@ -5,10 +5,12 @@
 //   fwp-opt examples/scan.mlir
 //
 // Stage by stage, one flag per pass:
-//   fwp-opt examples/scan.mlir -fwp-scan-to-chunks=chunk-size=16  # the stages
-//   ... -fwp-scan-to-chunks=chunk-size=16 -fwp-lower-chunks       # linalg
-//   fwp-opt examples/scan.mlir -fwp-fuse-dpfp -fwp-tile-scan=chunk-size=16
-//                                                   # the tile-level kernels
+//   fwp-opt examples/scan.mlir -fwp-configure-kernels=chunk-size=16 \
+//     -fwp-scan-to-chunks                                      # the stages
+//   ... -fwp-lower-chunks                                      # linalg
+//   fwp-opt examples/scan.mlir \
+//     -fwp-configure-kernels="target=gpu chunk-size=16" \
+//     -fwp-fuse-dpfp -fwp-tile-scan              # the GPU's tile-level kernels
 
 func.func @delta_scan(%q: tensor<64x1x4x16xf32>, %k: tensor<64x1x4x16xf32>,
                       %v: tensor<64x1x4x16xf32>, %beta: tensor<64x1x4xf32>)

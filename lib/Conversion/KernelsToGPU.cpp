@@ -215,15 +215,17 @@ struct KernelsToGPUPass : impl::FwpKernelsToGPUBase<KernelsToGPUPass> {
   using FwpKernelsToGPUBase::FwpKernelsToGPUBase;
 
   void runOnOperation() override {
-    if (blockSize < 1 || blockSize > 1024) {
-      getOperation()->emitError("fwp-kernels-to-gpu: block-size must be in "
-                                "[1, 1024], got ")
-          << blockSize;
-      return signalPassFailure();
-    }
-    for (scf::ForallOp kernel : collectKernels(getOperation()))
-      if (failed(convertKernel(kernel, blockSize)))
+    for (scf::ForallOp kernel : collectKernels(getOperation())) {
+      KernelConfigAttr config = kernelConfigOf(kernel, KernelTarget::Gpu);
+      if (config.getTarget() != KernelTarget::Gpu) {
+        kernel.emitOpError("fwp-kernels-to-gpu needs a GPU kernel "
+                           "configuration, got ")
+            << config;
         return signalPassFailure();
+      }
+      if (failed(convertKernel(kernel, config.getBlockSize())))
+        return signalPassFailure();
+    }
   }
 };
 

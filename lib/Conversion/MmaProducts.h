@@ -41,11 +41,10 @@ constexpr int64_t kMmaShape[] = {kMmaM, kMmaN, kMmaK};
 constexpr int64_t kWarpSize = 32;
 /// Columns of a warp tile at most: four accumulators of 16 x 8.
 constexpr int64_t kWarpTileCols = 32;
-/// Steps of k staged in shared memory at a time, and the floats of shared
-/// memory a kernel may stage: 32 KiB of the 48 KiB a block has without
-/// opting in, less what the kernel's local tiles leave.
+/// Steps of k staged in shared memory at a time. (The floats a kernel may
+/// stage are its configuration's stage_floats, less what its local tiles
+/// leave of the 48 KiB a block has without opting in.)
 constexpr int64_t kStageDepth = 32;
-constexpr int64_t kStageBudgetFloats = 8192;
 /// Warp tiles a warp keeps at once, at most (16 accumulator registers
 /// each); a wider product is split into column pieces (splitWideProduct),
 /// each staging its own operand windows. One, because the registers go

@@ -14,9 +14,9 @@
 // contract its per-lane fragments (ldmatrix from shared memory) and an
 // nvgpu.mma.sync (m16n8k8); the f32 operands go to the tensor cores as
 // tf32, split into a high and a low part (three MMAs: hi hi + hi lo +
-// lo hi) unless `precision` asks for one rounded MMA. A product that does
-// not divide into such tiles (a single row, features that are not a
-// multiple of 8) is left for fwp-lower-tiles, on the CUDA cores.
+// lo hi) unless the kernel configuration's `products` asks for one rounded MMA.
+// A product that does not divide into such tiles (a single row, features that
+// are not a multiple of 8) is left for fwp-lower-tiles, on the CUDA cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,14 +44,6 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   using FwpProductsToMmaBase::FwpProductsToMmaBase;
 
   void runOnOperation() override {
-    if (precision == ProductPrecision::CudaCores)
-      return;
-    if (blockSize < kWarpSize || blockSize > 1024 || blockSize % kWarpSize) {
-      getOperation()->emitError("fwp-products-to-mma: block-size must be a "
-                                "multiple of 32 in [32, 1024], got ")
-          << static_cast<int64_t>(blockSize);
-      return signalPassFailure();
-    }
     for (scf::ForallOp kernel : collectKernels(getOperation()))
       if (failed(convertKernel(kernel)))
         return signalPassFailure();
@@ -99,7 +91,15 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   }
 
   LogicalResult convertKernel(scf::ForallOp kernel) {
-    int64_t numWarps = blockSize / kWarpSize;
+    KernelConfigAttr config = kernelConfigOf(kernel, KernelTarget::Gpu);
+    if (config.getTarget() != KernelTarget::Gpu)
+      return kernel.emitOpError("fwp-products-to-mma needs a GPU kernel "
+                                "configuration, got ")
+             << config;
+    ProductPrecision precision = *config.getProducts();
+    if (precision == ProductPrecision::CudaCores)
+      return success();
+    int64_t numWarps = config.getBlockSize() / kWarpSize;
     SmallVector<linalg::MatmulOp> fitting;
     kernel.walk([&](linalg::MatmulOp op) {
       if (fitsTensorCores(op))
@@ -121,7 +121,7 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
     // the products run one after another, a barrier apart. The kernel's
     // local tiles share the block's shared memory with it.
     int64_t budget =
-        std::min(kStageBudgetFloats,
+        std::min(config.getStageFloats(),
                  (kWorkgroupBytes - localWorkgroupBytes(kernel)) / 4);
     SmallVector<int64_t> staged;
     for (const ProductLowering &product : products)

@@ -62,47 +62,23 @@ using namespace mlir;
 
 namespace fwp {
 
-namespace {
-constexpr int64_t kGpuValueBlock = 32;
-
-/// Instances of the GPU's chunk-parallel backward kernels, each with one
-/// chunk of scratch: about four times the blocks an H100 holds at once (2
-/// of scan_chunk_grad's 128 threads at over 200 registers on each of 132
-/// SMs), so that the grid stays full and balanced, while the scratch is
-/// 512 chunks, not B H N (4096 at issue 9's shape).
-constexpr int64_t kGpuScratchSlots = 512;
-/// The same kernels on the host (gpu-tiling) take few slots, so that the
-/// tests' small problems have instances that take several chunks in turn,
-/// as the GPU's do at large sizes.
-constexpr int64_t kHostScratchSlots = 8;
-
-/// The GPU's scan kernels: one per step (prepare, state, ...), whole
-/// products, which deal evenly across its warps, value blocks of 32, which
-/// fill its grid, the state kept on chip across the chunks in local tiles
-/// in `stateMemory` (shared memory; the stack when the host runs them),
-/// and the backward's per-chunk scratch in `scratchSlots` slots.
-FwpTileScanOptions gpuTileScan(int64_t chunkSize, StateMemory stateMemory,
-                               int64_t scratchSlots) {
-  return {chunkSize, kGpuValueBlock, stateMemory, scratchSlots};
-}
-} // namespace
-
-void buildFwpToLoopsPipeline(
-    OpPassManager &pm, int64_t chunkSize,
-    const std::optional<FwpTileScanOptions> &tileScan) {
+void buildFwpToLoopsPipeline(OpPassManager &pm,
+                             const FwpConfigureKernelsOptions &kernels) {
+  pm.addNestedPass<func::FuncOp>(createFwpConfigureKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
   pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
+  bool tileScan = kernels.target != KernelTarget::Cpu;
   if (tileScan) {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   } else {
-    pm.addNestedPass<func::FuncOp>(createFwpScanToChunks({chunkSize}));
+    pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
     pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
         {/*fuseForward=*/true, /*fuseBackward=*/true, /*mapKernels=*/true}));
   }
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());
   if (tileScan)
-    pm.addNestedPass<func::FuncOp>(createFwpTileScan(*tileScan));
+    pm.addNestedPass<func::FuncOp>(createFwpTileScan());
 
   // A result the caller gives a buffer for (the CPU's entry points write
   // into their outputs) is computed in that buffer: no workspace for y or
@@ -124,11 +100,11 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   // into one kernel per (batch, head) that keeps the chunk's work in cache.
   // With gpu-tiling the scan takes the GPU's kernels instead, its local
   // state tiles on each instance's stack.
-  std::optional<FwpTileScanOptions> tileScan;
-  if (options.gpuTiling)
-    tileScan =
-        gpuTileScan(options.chunkSize, StateMemory::Stack, kHostScratchSlots);
-  buildFwpToLoopsPipeline(pm, options.chunkSize, tileScan);
+  FwpConfigureKernelsOptions kernels;
+  kernels.target =
+      options.gpuTiling ? KernelTarget::GpuOnHost : KernelTarget::Cpu;
+  kernels.chunkSize = options.chunkSize;
+  buildFwpToLoopsPipeline(pm, kernels);
   // The kernels' tiles on the stack, made once per kernel instance, rather
   // than a malloc and free each per chunk.
   pm.addNestedPass<func::FuncOp>(createFwpStackTiles());
@@ -176,18 +152,20 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
 
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
-  buildFwpToLoopsPipeline(
-      pm, options.chunkSize,
-      gpuTileScan(options.chunkSize, StateMemory::Workgroup, kGpuScratchSlots));
+  FwpConfigureKernelsOptions kernels;
+  kernels.target = KernelTarget::Gpu;
+  kernels.chunkSize = options.chunkSize;
+  kernels.blockSize = options.blockSize;
+  kernels.products = options.f32Products;
+  buildFwpToLoopsPipeline(pm, kernels);
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's
   // sigmoid gradient).
   pm.addNestedPass<func::FuncOp>(createFwpDenseToTiles());
-  pm.addPass(createFwpProductsToMma(
-      FwpProductsToMmaOptions{options.blockSize, options.f32Products}));
+  pm.addPass(createFwpProductsToMma());
   pm.addNestedPass<func::FuncOp>(createFwpLowerTiles());
-  pm.addPass(createFwpKernelsToGPU(FwpKernelsToGPUOptions{options.blockSize}));
+  pm.addPass(createFwpKernelsToGPU());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createFwpParallelLoopsToGPU());
   // The barriers that the thread mapping and the tensor-core staging put

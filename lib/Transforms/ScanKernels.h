@@ -46,12 +46,6 @@ constexpr int64_t kInverseBlock = 16;
 // (shared) memory or on the CPU instance's stack (the GPU's form checked on
 // the host).
 
-/// The most bytes of kernel-local state tiles an instance takes: 48 KiB of
-/// static shared memory a GPU block has, less 14 KiB for staging the
-/// products' operands (fwp-products-to-mma: at C = 64 the chunk's 64 x 32
-/// and 32 x 32 windows, padded).
-constexpr int64_t kLocalStateBytes = 34 * 1024;
-
 /// The widest features (D) whose chunk-parallel backward kernels take
 /// scratch slots (ScanConfig::scratchSlots).
 constexpr int64_t kMaxSlotFeatures = 128;
@@ -82,6 +76,8 @@ struct ScanConfig {
   /// chunk's work reads and writes: ScanBuffers::slotScratch) holds one
   /// chunk per instance; 0: an instance per chunk, scratch for every chunk.
   int64_t scratchSlots = 0;
+  /// The most bytes of kernel-local tiles an instance keeps.
+  int64_t localBytes = 0;
   /// Bytes per element (4 or 8).
   int64_t elementBytes = 4;
 
@@ -91,11 +87,11 @@ struct ScanConfig {
     return stateMemory == StateMemory::Workgroup ? kWorkgroupRowPadding : 0;
   }
   /// Whether a kernel keeps `count` local rows x cols tiles: local
-  /// memory asked for, and the tiles within kLocalStateBytes.
+  /// memory asked for, and the tiles within localBytes.
   bool fitsLocally(int64_t count, int64_t rows, int64_t cols) const {
     return stateMemory != StateMemory::Workspace &&
            count * rows * (cols + localRowPadding()) * elementBytes <=
-               kLocalStateBytes;
+               localBytes;
   }
   /// Whether a state kernel that needs `count` Bv x D tiles keeps
   /// them local.
@@ -114,7 +110,7 @@ struct ScanConfig {
   /// Whether the kernels that read DPFP's x = relu([k, -k])
   /// (scan_prepare, scan_input_grad) build each chunk's rows of it in a
   /// kernel-local C x 2d tile, q's then k's, rather than in the workspace:
-  /// local state memory asked for, and the tile within kLocalStateBytes.
+  /// local state memory asked for, and the tile within localBytes.
   bool localDpfpInput() const {
     return fusedDpfp && fitsLocally(1, chunk, 2 * dInput);
   }

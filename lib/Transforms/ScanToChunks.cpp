@@ -192,14 +192,10 @@ struct FwpScanToChunks : fwp::impl::FwpScanToChunksBase<FwpScanToChunks> {
   using FwpScanToChunksBase::FwpScanToChunksBase;
 
   void runOnOperation() override {
-    int64_t chunk = chunkSize;
-    if (chunk < 1) {
-      emitError(getOperation()->getLoc())
-          << "fwp-scan-to-chunks: chunk-size must be at least 1, got " << chunk;
-      return signalPassFailure();
-    }
+    KernelConfigAttr config = kernelConfigOf(getOperation(), KernelTarget::Cpu);
     RewritePatternSet patterns(&getContext());
-    patterns.add<ScanToChunks, ScanGradToChunks>(&getContext(), chunk);
+    patterns.add<ScanToChunks, ScanGradToChunks>(&getContext(),
+                                                 config.getChunkSize());
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

@@ -36,17 +36,10 @@ Value allocate(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
                                  dynamicSizes);
 }
 
-/// The pass's options, checked.
-struct TileOptions {
-  int64_t chunk, valueBlock;
-  StateMemory stateMemory;
-  int64_t scratchSlots;
-};
-
 /// Reads what every scan-like op shares: element type, static sizes, rule
 /// and DPFP.
 template <typename ScanLikeOp>
-FailureOr<ScanConfig> readConfig(ScanLikeOp op, const TileOptions &options) {
+FailureOr<ScanConfig> readConfig(ScanLikeOp op, KernelConfigAttr options) {
   auto qType = op.getQ().getType();
   auto vType = op.getV().getType();
   Type elementType = vType.getElementType();
@@ -69,15 +62,16 @@ FailureOr<ScanConfig> readConfig(ScanLikeOp op, const TileOptions &options) {
     config.dFeature = 2 * config.dInput * config.nu;
   }
   config.dValue = vType.getDimSize(3);
-  config.chunk = options.chunk;
-  config.valueBlock = config.dValue % options.valueBlock == 0
-                          ? options.valueBlock
+  config.chunk = options.getChunkSize();
+  config.valueBlock = config.dValue % options.getValueBlock() == 0
+                          ? options.getValueBlock()
                           : config.dValue;
-  config.stateMemory = options.stateMemory;
+  config.stateMemory = *options.getStateMemory();
+  config.localBytes = options.getLocalBytes();
   // The slots' loop over the chunks keeps more values in registers across
   // scan_chunk_grad's work: at D = 256 (d_k = 64, nu = 2) it spilled.
   config.scratchSlots =
-      config.dFeature > kMaxSlotFeatures ? 0 : options.scratchSlots;
+      config.dFeature > kMaxSlotFeatures ? 0 : options.getScratchSlots();
   config.batchFirst = op.getBatchFirst();
   config.elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   return config;
@@ -256,7 +250,7 @@ std::tuple<Value, Value, Value> stepSizes(ImplicitLocOpBuilder &b,
   return {first, second, heads};
 }
 
-LogicalResult lowerScan(ScanOp op, const TileOptions &options) {
+LogicalResult lowerScan(ScanOp op, KernelConfigAttr options) {
   FailureOr<ScanConfig> config = readConfig(op, options);
   if (failed(config))
     return failure();
@@ -282,7 +276,7 @@ LogicalResult lowerScan(ScanOp op, const TileOptions &options) {
   return success();
 }
 
-LogicalResult lowerScanGrad(ScanGradOp op, const TileOptions &options) {
+LogicalResult lowerScanGrad(ScanGradOp op, KernelConfigAttr options) {
   FailureOr<ScanConfig> config = readConfig(op, options);
   if (failed(config))
     return failure();
@@ -369,19 +363,15 @@ struct TileScanPass : impl::FwpTileScanBase<TileScanPass> {
   using FwpTileScanBase::FwpTileScanBase;
 
   void runOnOperation() override {
-    // An integer option below its least value: an error naming it.
-    auto below = [&](StringRef name, int64_t value, int64_t least) {
-      if (value >= least)
-        return false;
-      getOperation()->emitError("fwp-tile-scan: ")
-          << name << " must be at least " << least << ", got " << value;
-      return true;
-    };
-    if (below("chunk-size", chunkSize, 1) ||
-        below("value-block", valueBlock, 1) ||
-        below("scratch-slots", scratchSlots, 0))
+    KernelConfigAttr options =
+        kernelConfigOf(getOperation(), KernelTarget::Gpu);
+    if (!options.isGpuTiling()) {
+      getOperation()->emitError("fwp-tile-scan lowers the GPU's kernels, but "
+                                "the function's kernels are configured for "
+                                "the CPU: ")
+          << options;
       return signalPassFailure();
-    TileOptions options{chunkSize, valueBlock, stateMemory, scratchSlots};
+    }
     SmallVector<Operation *> scans;
     getOperation()->walk([&](Operation *op) {
       if (isa<ScanOp, ScanGradOp>(op))

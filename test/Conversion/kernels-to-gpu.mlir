@@ -1,4 +1,4 @@
-// RUN: fwp-opt %s -fwp-kernels-to-gpu=block-size=64 -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: fwp-opt %s -fwp-configure-kernels="target=gpu block-size=64" -fwp-kernels-to-gpu -split-input-file -verify-diagnostics | FileCheck %s
 
 // A kernel's points become blocks, on the grid dimensions its mapping
 // names; its shared loop is strided over the block's threads in row-major

@@ -1,11 +1,10 @@
+// Without a configuration, the GPU's default (tf32x3, 128 threads).
 // RUN: fwp-opt %s -split-input-file -fwp-products-to-mma | FileCheck %s
-// RUN: fwp-opt %s -split-input-file -fwp-products-to-mma=precision=tf32 | FileCheck %s --check-prefix=ONE
-// RUN: fwp-opt %s -split-input-file -fwp-products-to-mma=precision=cuda-cores | FileCheck %s --check-prefix=CORES
-// RUN: not fwp-opt %s -split-input-file -fwp-products-to-mma=precision=f16 2>&1 | FileCheck %s --check-prefix=BADPREC
-// RUN: not fwp-opt %s -split-input-file -fwp-products-to-mma=block-size=48 2>&1 | FileCheck %s --check-prefix=BADBLOCK
-
-// BADPREC: for the --precision option: Cannot find option named 'f16'!
-// BADBLOCK: error: fwp-products-to-mma: block-size must be a multiple of 32 in [32, 1024], got 48
+// RUN: fwp-opt %s -split-input-file -fwp-configure-kernels="target=gpu products=tf32" -fwp-products-to-mma | FileCheck %s --check-prefix=ONE
+// RUN: fwp-opt %s -split-input-file -fwp-configure-kernels="target=gpu products=cuda-cores" -fwp-products-to-mma | FileCheck %s --check-prefix=CORES
+// The CPU's configuration has no tensor cores.
+// RUN: not fwp-opt %s -split-input-file -fwp-configure-kernels -fwp-products-to-mma 2>&1 | FileCheck %s --check-prefix=CPU
+// CPU: error: 'scf.forall' op fwp-products-to-mma needs a GPU kernel configuration, got #fwp.kernel_config<target = cpu, chunk_size = 64>
 
 // A 64 x 64 x 128 product: 8 warp tiles of 16 x 32, two per warp (4 warps)
 // if whole, so it goes in two column pieces of 64 x 32, one tile per warp.

@@ -1,8 +1,8 @@
 // examples/scan.mlir followed stage by stage, one flag per pass: the
 // scan's stages, then linalg on tensors, then no fwp op is left.
-// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-scan-to-chunks=chunk-size=16 | FileCheck %s --check-prefix=STAGES
-// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-scan-to-chunks=chunk-size=16 -fwp-lower-chunks | FileCheck %s --check-prefix=LINALG
-// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-scan-to-chunks=chunk-size=16 -fwp-lower-chunks -fwp-lower-dpfp | FileCheck %s --check-prefix=DONE
+// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-configure-kernels=chunk-size=16 -fwp-scan-to-chunks | FileCheck %s --check-prefix=STAGES
+// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-configure-kernels=chunk-size=16 -fwp-scan-to-chunks -fwp-lower-chunks | FileCheck %s --check-prefix=LINALG
+// RUN: fwp-opt %fwp_src_root/examples/scan.mlir -fwp-configure-kernels=chunk-size=16 -fwp-scan-to-chunks -fwp-lower-chunks -fwp-lower-dpfp | FileCheck %s --check-prefix=DONE
 
 // STAGES-LABEL: func @delta_scan
 // STAGES: %[[FQ:.*]] = fwp.dpfp

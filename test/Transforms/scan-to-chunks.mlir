@@ -1,6 +1,8 @@
-// RUN: fwp-opt %s -fwp-scan-to-chunks=chunk-size=16 -split-input-file | FileCheck %s
-// RUN: not fwp-opt %s -fwp-scan-to-chunks=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
-// CHUNK: error: fwp-scan-to-chunks: chunk-size must be at least 1, got 0
+// RUN: fwp-opt %s -fwp-configure-kernels=chunk-size=16 -fwp-scan-to-chunks -split-input-file | FileCheck %s
+// Without a configuration, the CPU's default: 64 steps per chunk.
+// RUN: fwp-opt %s -fwp-scan-to-chunks -split-input-file | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT-LABEL: func @delta
+// DEFAULT: fwp.chunk_wy {{.*}} chunk_size = 64
 
 // The delta rule as fla's three calls: the WY form, the pass over the
 // chunks (40 steps: 3 chunks of 16), the outputs.

@@ -1,17 +1,14 @@
-// RUN: fwp-opt %s -fwp-tile-scan=chunk-size=16 -split-input-file -verify-diagnostics | FileCheck %s
-// RUN: fwp-opt %s -fwp-tile-scan=chunk-size=32 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BLOCKS
-// RUN: not fwp-opt %s -fwp-tile-scan=chunk-size=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=CHUNK
-// RUN: not fwp-opt %s -fwp-tile-scan=value-block=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BLOCK
-
-// CHUNK: error: fwp-tile-scan: chunk-size must be at least 1, got 0
-// BLOCK: error: fwp-tile-scan: value-block must be at least 1, got 0
-// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 state-memory=workgroup" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=LOCAL
-// RUN: not fwp-opt %s -fwp-tile-scan=state-memory=registers -split-input-file 2>&1 | FileCheck %s --check-prefix=BADMEM
-// BADMEM: for the --state-memory option: Cannot find option named 'registers'!
-// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 value-block=4" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SPLIT
-// RUN: fwp-opt %s -fwp-tile-scan="chunk-size=16 scratch-slots=2" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SLOTS
-// RUN: not fwp-opt %s -fwp-tile-scan=scratch-slots=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=SLOTS-NEG
-// SLOTS-NEG: error: fwp-tile-scan: scratch-slots must be at least 0, got -1
+// The kernels' configuration written out whole (fwp-configure-kernels'
+// config): the GPU's kernels run on the host, their state in the workspace
+// unless a RUN line says otherwise.
+// RUN: fwp-opt %s -split-input-file -verify-diagnostics -fwp-configure-kernels='config=#fwp.kernel_config<target="gpu-on-host",chunk_size=16,value_block=32,state_memory=workspace>' -fwp-tile-scan | FileCheck %s
+// RUN: fwp-opt %s -split-input-file -verify-diagnostics -fwp-configure-kernels='config=#fwp.kernel_config<target="gpu-on-host",chunk_size=32,value_block=32,state_memory=workspace>' -fwp-tile-scan | FileCheck %s --check-prefix=BLOCKS
+// RUN: fwp-opt %s -split-input-file -verify-diagnostics -fwp-configure-kernels='config=#fwp.kernel_config<target="gpu-on-host",chunk_size=16,value_block=32,state_memory=workgroup,local_bytes=34816>' -fwp-tile-scan | FileCheck %s --check-prefix=LOCAL
+// RUN: fwp-opt %s -split-input-file -verify-diagnostics -fwp-configure-kernels='config=#fwp.kernel_config<target="gpu-on-host",chunk_size=16,value_block=4,state_memory=workspace>' -fwp-tile-scan | FileCheck %s --check-prefix=SPLIT
+// RUN: fwp-opt %s -split-input-file -verify-diagnostics -fwp-configure-kernels='config=#fwp.kernel_config<target="gpu-on-host",chunk_size=16,value_block=32,state_memory=workspace,scratch_slots=2>' -fwp-tile-scan | FileCheck %s --check-prefix=SLOTS
+// The CPU's configuration is not the GPU's kernels'.
+// RUN: not fwp-opt %s -split-input-file -fwp-configure-kernels -fwp-tile-scan 2>&1 | FileCheck %s --check-prefix=CPU
+// CPU: error: fwp-tile-scan lowers the GPU's kernels, but the function's kernels are configured for the CPU: #fwp.kernel_config<target = cpu, chunk_size = 64>
 
 // The delta rule at the tile level. The workspace is padded to whole
 // chunks (N * 16 rows). A prepare kernel over (batch, head, chunk) loads

@@ -16,25 +16,14 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "fwp/Dialect/FwpDialect.h"
 #include "fwp/Dialect/FwpEnums.h"
 #include "fwp/RegisterTile.h"
+#include "fwp/Transforms/KernelConfig.h"
 
 #include "llvm/Support/CommandLine.h"
 
 namespace fwp {
-
-/// The spellings of ProductPrecision as a pass or pipeline option takes
-/// them (fwp-products-to-mma's precision, fwp-to-ptx's f32-products).
-inline llvm::cl::ValuesClass productPrecisionValues() {
-  return llvm::cl::values(
-      clEnumValN(ProductPrecision::Tf32x3, "tf32x3",
-                 "tensor cores, each operand split into two tf32 parts, "
-                 "three MMAs: about f32's accuracy"),
-      clEnumValN(ProductPrecision::Tf32, "tf32",
-                 "one MMA of operands rounded to tf32"),
-      clEnumValN(ProductPrecision::CudaCores, "cuda-cores",
-                 "no tensor cores: every product to fwp-lower-tiles"));
-}
 
 #define GEN_PASS_DECL
 #include "fwp/Conversion/Passes.h.inc"

@@ -17,13 +17,12 @@ def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu", "::mlir::ModuleOp"> {
     upstream's thread mapping (`#gpu.thread<x>`), which adds a `gpu.barrier`
     after it (`fwp-eliminate-barriers` removes those that order nothing);
     all other code runs on every thread of the block. Upstream's
-    block mapping is not used: it needs static grid sizes.
+    block mapping is not used: it needs static grid sizes. The threads per
+    block are the function's kernel configuration's `block_size`
+    (`fwp-configure-kernels`; without one, the GPU's default).
   }];
-  let options = [
-    Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
-           "threads per block">
-  ];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
+  let dependentDialects = ["::fwp::FwpDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
@@ -66,22 +65,19 @@ def FwpProductsToMma : Pass<"fwp-products-to-mma", "::mlir::ModuleOp"> {
     `memref.global` per kernel, rows padded so fragment loads hit distinct
     banks), then waits and meets the block at a barrier; A fragments come
     from it by `ldmatrix`. Otherwise the operands are read where they are.
-    A `gpu.barrier` follows each product. `precision`: `tf32x3` splits each
-    f32 operand into a rounded tf32 high part and its remainder and issues
-    three MMAs (about f32's accuracy); `tf32` issues one MMA of the rounded
-    operands; `cuda-cores` leaves every product to `fwp-lower-tiles`.
-    Products that do not divide (a single row, a width not a multiple of 8)
-    are left as well.
-    Runs before `fwp-kernels-to-gpu`, with the same block size.
+    A `gpu.barrier` follows each product. The function's kernel
+    configuration (`fwp-configure-kernels`; without one, the GPU's default)
+    gives the threads per block, the floats the stage may take
+    (`stage_floats`) and how products run (`products`): `tf32x3` splits
+    each f32 operand into a rounded tf32 high part and its remainder and
+    issues three MMAs (about f32's accuracy); `tf32` issues one MMA of the
+    rounded operands; `cuda-cores` leaves every product to
+    `fwp-lower-tiles`. Products that do not divide (a single row, a width
+    not a multiple of 8) are left as well.
+    Runs before `fwp-kernels-to-gpu`, which reads the same block size.
   }];
-  let options = [
-    Option<"blockSize", "block-size", "int64_t", /*default=*/"128",
-           "threads per block (a multiple of 32)">,
-    Option<"precision", "precision", "::fwp::ProductPrecision",
-           /*default=*/"::fwp::ProductPrecision::Tf32x3",
-           "how f32 products run", [{::fwp::productPrecisionValues()}]>
-  ];
-  let dependentDialects = ["::mlir::affine::AffineDialect",
+  let dependentDialects = ["::fwp::FwpDialect",
+                           "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",

@@ -65,11 +65,11 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
       llvm::cl::init("")};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads per block of the scan"),
-                            llvm::cl::init(128)};
+                            llvm::cl::init(kDefaultBlockSize)};
   Option<ProductPrecision> f32Products{
       *this, "f32-products",
       llvm::cl::desc("how the kernels' f32 tile products run"),
-      productPrecisionValues(), llvm::cl::init(ProductPrecision::Tf32x3)};
+      productPrecisionValues(), llvm::cl::init(kDefaultProductPrecision)};
   Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("bits of device index arithmetic and of memref "
@@ -88,12 +88,12 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
 };
 
 /// fwp on tensors -> loops on buffers, results as out-parameters (both
-/// pipelines start like this). fwp.scan becomes fwp-tile-scan's kernels
-/// with `tileScan`'s options where given (the GPU's), else its chunk
-/// operations with `chunkSize` steps per chunk, the forward and the
-/// backward each fused into one kernel per (batch, head) (the CPU's).
-void buildFwpToLoopsPipeline(mlir::OpPassManager &pm, int64_t chunkSize,
-                             const std::optional<FwpTileScanOptions> &tileScan);
+/// pipelines start like this), the kernels configured by `kernels`. For
+/// the CPU, fwp.scan becomes its chunk operations, the forward and the
+/// backward each fused into one kernel per (batch, head); for the GPU's
+/// targets, fwp-tile-scan's kernels.
+void buildFwpToLoopsPipeline(mlir::OpPassManager &pm,
+                             const FwpConfigureKernelsOptions &kernels);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
                            const CpuPipelineOptions &options);
 void buildFwpToPtxPipeline(mlir::OpPassManager &pm,

@@ -16,7 +16,9 @@
 #include "mlir/Pass/Pass.h"
 
 #include "fwp/ChunkSize.h"
+#include "fwp/Dialect/FwpDialect.h"
 #include "fwp/Dialect/FwpEnums.h"
+#include "fwp/Transforms/KernelConfig.h"
 
 namespace fwp {
 

@@ -5,6 +5,46 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FwpConfigureKernels : Pass<"fwp-configure-kernels",
+                               "::mlir::func::FuncOp"> {
+  let summary = "Choose the kernels' configuration for a target";
+  let description = [{
+    Records on each function, as `fwp.kernel_config`, the configuration
+    of its kernels for `target` (lib/Transforms/KernelConfig.cpp, where
+    every tile and kernel choice of a target is written): the chunk size,
+    the state kernels' value block and where they keep the state, the
+    backward's scratch slots, the local and staging budgets, the tensor
+    cores' precision and the threads per block. The lowerings read it from
+    there; a function that has one keeps it. Without one, a lowering takes
+    its target's default configuration. `config` records a configuration
+    written out whole instead (what the lowerings' tests use to try
+    others).
+
+    ```mlir
+    func.func @f(...) attributes {fwp.kernel_config =
+        #fwp.kernel_config<target = cpu, chunk_size = 64>}
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "::fwp::KernelTarget",
+           /*default=*/"::fwp::KernelTarget::Cpu",
+           "what the kernels are for", [{::fwp::kernelTargetValues()}]>,
+    Option<"chunkSize", "chunk-size", "int64_t",
+           /*default=*/"::fwp::kDefaultChunkSize", "steps per chunk">,
+    Option<"blockSize", "block-size", "int64_t",
+           /*default=*/"::fwp::kDefaultBlockSize",
+           "threads per block of the GPU's scan kernels">,
+    Option<"products", "products", "::fwp::ProductPrecision",
+           /*default=*/"::fwp::kDefaultProductPrecision",
+           "how the GPU's f32 products run",
+           [{::fwp::productPrecisionValues()}]>,
+    Option<"config", "config", "std::string", /*default=*/"",
+           "a whole #fwp.kernel_config to record instead of the target's "
+           "(the other options are then ignored)">
+  ];
+  let dependentDialects = ["::fwp::FwpDialect"];
+}
+
 def FwpWidenStorage : Pass<"fwp-widen-storage", "::mlir::func::FuncOp"> {
   let summary = "Run fwp ops on bf16 or f16 tensors in float32";
   let description = [{
@@ -79,13 +119,9 @@ def FwpScanToChunks : Pass<"fwp-scan-to-chunks", "::mlir::func::FuncOp"> {
     `fwp.scan_grad` into the same forward, then `fwp.chunk_states_grad`,
     `fwp.chunk_qk_grad` and, for the delta rule, `fwp.chunk_wy_grad`
     (section 5). A scan that applies DPFP itself gets `fwp.dpfp` on `q` and
-    `k` first, and its gradient `fwp.dpfp_grad` last.
+    `k` first, and its gradient `fwp.dpfp_grad` last. The chunk size is
+    the function's kernel configuration's (`fwp-configure-kernels`).
   }];
-  let options = [
-    Option<"chunkSize", "chunk-size", "int64_t",
-           /*default=*/"::fwp::kDefaultChunkSize",
-           "steps per chunk">
-  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -183,41 +219,21 @@ def FwpTileScan : Pass<"fwp-tile-scan", "::mlir::func::FuncOp"> {
     batch and heads may be dynamic. Accumulation is in the element type
     (float32 or float64). The backward (`fwp.scan_grad`) reuses the
     forward's kernels and adds its own (ScanKernels.h).
+
+    The function's kernel configuration (`fwp-configure-kernels`, target
+    `gpu` or `gpu-on-host`; without one, the GPU's default) gives the chunk
+    size; the value block (d_v where it does not divide d_v); where the
+    state kernels keep their block of the state, and of its gradient,
+    across the chunks (`workspace`: rows of a global buffer; `workgroup`:
+    local tiles in shared memory, which the products read transposed in
+    place; `stack`: the same tiles on the host instance's stack), taken
+    local only within `local_bytes`, as is DPFP's `x = relu([k, -k])` in
+    `scan_prepare` and `scan_input_grad`; and the scratch slots of
+    `scan_chunk_grad` and `scan_input_grad` (instances that each take
+    their share of the chunks in turn, so that scratch holds one chunk per
+    instance; none for features wider than 128, where the loop made the
+    GPU's kernel spill).
   }];
-  let options = [
-    Option<"chunkSize", "chunk-size", "int64_t",
-           /*default=*/"::fwp::kDefaultChunkSize",
-           "steps per chunk (C)">,
-    Option<"valueBlock", "value-block", "int64_t", /*default=*/"32",
-           "value columns per scan_state instance (d_v if it does not "
-           "divide d_v)">,
-    Option<"stateMemory", "state-memory", "::fwp::StateMemory",
-           /*default=*/"::fwp::StateMemory::Workspace",
-           "where scan_state keeps its block of the state across the chunks "
-           "(and scan_state_grad its block of the state gradient); local "
-           "tiles are taken only up to 34 KiB per instance; with "
-           "workgroup or stack, DPFP's x = "
-           "relu([k, -k]) is a local tile of scan_prepare and "
-           "scan_input_grad too, within the same 34 KiB",
-           [{::llvm::cl::values(
-             clEnumValN(::fwp::StateMemory::Workspace, "workspace",
-                        "rows of a global buffer, laid out transposed for "
-                        "the products each chunk"),
-             clEnumValN(::fwp::StateMemory::Workgroup, "workgroup",
-                        "kernel-local tiles in the GPU's shared memory, "
-                        "which the products read transposed in place: the "
-                        "GPU pipeline's choice"),
-             clEnumValN(::fwp::StateMemory::Stack, "stack",
-                        "the same tiles on the CPU instance's stack: the "
-                        "GPU's form checked on the host"))}]>,
-    Option<"scratchSlots", "scratch-slots", "int64_t", /*default=*/"0",
-           "instances of scan_chunk_grad and "
-           "scan_input_grad, each going over its share of the (batch, head, "
-           "chunk) work in turn, so that the buffers only one chunk's work "
-           "reads and writes hold one chunk per instance rather than every "
-           "chunk; 0: an instance per chunk (also taken for features wider "
-           "than 128, where the loop made the GPU's kernel spill)">
-  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::gpu::GPUDialect",

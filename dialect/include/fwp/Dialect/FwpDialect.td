@@ -29,12 +29,21 @@ def Fwp_Dialect : Dialect {
     function of its own (`fwp-outline-tiles`), called from the kernel's
     instances.
     The name becomes the GPU kernel's symbol, so it must be an identifier.
+
+    Another, `fwp.kernel_config = #fwp.kernel_config<...>` on a
+    `func.func`, records the configuration its kernels were lowered with
+    (`fwp-configure-kernels`).
   }];
   let cppNamespace = "::fwp";
   let hasOperationAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     /// The attribute that names a kernel of the tile level.
     static constexpr ::llvm::StringLiteral kKernelAttrName = "fwp.kernel";
+    /// The attribute of a function (func.func, then llvm.func) that holds its kernels' configuration
+    /// (#fwp.kernel_config).
+    static constexpr ::llvm::StringLiteral kKernelConfigAttrName =
+        "fwp.kernel_config";
   }];
 }
 

@@ -1,8 +1,9 @@
 //===- FwpEnums.h - Enums of the fwp dialect and its lowerings --*- C++ -*-===//
 //
 // The update rule (an attribute of the dialect's operations) and the
-// lowerings' choices that are pass options (ProductPrecision, StateMemory),
-// each defined once in FwpEnums.td with its spellings.
+// lowerings' choices, fields of #fwp.kernel_config (KernelTarget,
+// StateMemory, ProductPrecision), each defined once in FwpEnums.td with its
+// spellings.
 //
 //===----------------------------------------------------------------------===//
 

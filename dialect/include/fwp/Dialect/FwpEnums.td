@@ -15,9 +15,8 @@ def Fwp_RuleAttr : I32EnumAttr<"Rule",
   let cppNamespace = "::fwp";
 }
 
-// The lowerings' choices that pass options name (fwp-products-to-mma's
-// precision and fwp-to-ptx's f32-products; fwp-tile-scan's state-memory):
-// enums of C++ only, no attributes.
+// The lowerings' choices, fields of #fwp.kernel_config (FwpAttrs.td) and
+// values of pass options: enums of C++, no attributes of their own.
 
 def Fwp_ProductPrecisionTf32x3 : I32EnumAttrCase<"Tf32x3", 0, "tf32x3">;
 def Fwp_ProductPrecisionTf32 : I32EnumAttrCase<"Tf32", 1, "tf32">;
@@ -40,6 +39,18 @@ def Fwp_StateMemory : I32EnumAttr<"StateMemory",
     "state across the chunks",
     [Fwp_StateMemoryWorkspace, Fwp_StateMemoryWorkgroup,
      Fwp_StateMemoryStack]> {
+  let cppNamespace = "::fwp";
+  let genSpecializedAttr = 0;
+}
+
+def Fwp_KernelTargetCpu : I32EnumAttrCase<"Cpu", 0, "cpu">;
+def Fwp_KernelTargetGpu : I32EnumAttrCase<"Gpu", 1, "gpu">;
+def Fwp_KernelTargetGpuOnHost : I32EnumAttrCase<"GpuOnHost", 2, "gpu-on-host">;
+
+def Fwp_KernelTarget : I32EnumAttr<"KernelTarget",
+    "what a function's kernels are configured for: the host's cores, the "
+    "GPU, or the GPU's kernels run on the host to check their tiling",
+    [Fwp_KernelTargetCpu, Fwp_KernelTargetGpu, Fwp_KernelTargetGpuOnHost]> {
   let cppNamespace = "::fwp";
   let genSpecializedAttr = 0;
 }

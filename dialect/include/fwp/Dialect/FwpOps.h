@@ -9,6 +9,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "fwp/Dialect/FwpAttrs.h"
 #include "fwp/Dialect/FwpEnums.h"
 
 #define GET_OP_CLASSES
