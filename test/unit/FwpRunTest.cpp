@@ -626,9 +626,15 @@ TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
   EXPECT_EQ(cpu.front(), "00-input.mlir");
   EXPECT_NE(readText(cpuDir / "00-input.mlir").find("fwp.attention"),
             std::string::npos);
-  EXPECT_TRUE(std::count(cpu.begin(), cpu.end(), "01-fwp-widen-storage.mlir"));
+  // The kernels' configuration first, recorded on the function.
   EXPECT_TRUE(
-      std::count(cpu.begin(), cpu.end(), "02-fwp-decompose-attention.mlir"));
+      std::count(cpu.begin(), cpu.end(), "01-fwp-configure-kernels.mlir"));
+  EXPECT_NE(readText(cpuDir / "01-fwp-configure-kernels.mlir")
+                .find("fwp.kernel_config = #fwp.kernel_config<target = cpu"),
+            std::string::npos);
+  EXPECT_TRUE(std::count(cpu.begin(), cpu.end(), "02-fwp-widen-storage.mlir"));
+  EXPECT_TRUE(
+      std::count(cpu.begin(), cpu.end(), "03-fwp-decompose-attention.mlir"));
   // The last stage is the LLVM dialect.
   EXPECT_NE(readText(cpuDir / cpu.back()).find("llvm.func"), std::string::npos);
   EXPECT_FALSE(fs::exists(dump / "cpu" / "backward"));
