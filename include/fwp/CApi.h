@@ -92,7 +92,8 @@ FWP_CAPI void fwp_attention_destroy(fwp_attention *attention);
 FWP_CAPI const char *fwp_attention_describe(const fwp_attention *attention);
 
 /* Compiles (or loads from the disk cache) the forward and the backward now
- * instead of on their first calls; needs no GPU. 0 on success. */
+ * instead of on their first calls, the two at once on two threads; needs
+ * no GPU. 0 on success. */
 FWP_CAPI int fwp_attention_prepare(const fwp_attention *attention);
 
 /* y = FastWeightsAttention(x). 0 on success. */

@@ -182,8 +182,7 @@ int fwp_attention_prepare(const fwp_attention *attention) {
   return guarded("fwp_attention_prepare", [&] {
     if (!attention)
       throw std::invalid_argument("the module is NULL");
-    attention->kernel->prepare(fwp::jit::EntryPoint::Forward);
-    attention->kernel->prepare(fwp::jit::EntryPoint::Backward);
+    attention->kernel->prepareAll();
   });
 }
 

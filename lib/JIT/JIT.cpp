@@ -257,6 +257,23 @@ void CompiledAttention::prepare(EntryPoint entry) const {
   impl->prepare(entry);
 }
 
+void CompiledAttention::prepareAll() const {
+  // Each entry point has its own lock and its own compiler (an MLIR and an
+  // LLVM context of its own), so the two run side by side.
+  std::future<void> backward = std::async(
+      std::launch::async, [this] { impl->prepare(EntryPoint::Backward); });
+  std::exception_ptr forwardError;
+  try {
+    impl->prepare(EntryPoint::Forward);
+  } catch (...) {
+    forwardError = std::current_exception();
+  }
+  backward.wait();
+  if (forwardError)
+    std::rethrow_exception(forwardError);
+  backward.get();
+}
+
 bool CompiledAttention::loadedFromDiskCache(EntryPoint entry) const {
   Impl::Slot &s = impl->slot(entry);
   std::lock_guard<std::mutex> lock(s.mutex);

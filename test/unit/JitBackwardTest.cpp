@@ -409,6 +409,30 @@ TEST_F(BackwardTest, ConcurrentCallsAgree) {
     EXPECT_EQ(r, expected);
 }
 
+/// prepareAll() compiles the forward and the backward side by side (no disk
+/// cache: both really compile); the calls after it compile nothing and
+/// match the float64 reference.
+TEST_F(BackwardTest, PrepareAllCompilesBothEntryPointsAtOnce) {
+  Case c = smallCase();
+  fwp::jit::CompileOptions options;
+  options.useDiskCache = false;
+  auto kernel = fwp::jit::compileUncached(
+      c.desc(DType::F32, fwp::test::kBackend), options);
+  kernel->prepareAll();
+  double seconds = kernel->compileSeconds();
+  EXPECT_GT(seconds, 0.0);
+  Problem p = makeProblem(c, DType::F32, 9);
+  std::vector<double> y = fwp::test::runForwardAnyType(*kernel, p);
+  EXPECT_LE(
+      relativeError(y, fwp::ref::attention(p.config, p.shape, p.x, p.params).y),
+      1e-4)
+      << "y";
+  std::string line;
+  compareGradients(runBackward(*kernel, p, p.dy), referenceGradients(p, p.dy),
+                   c.rule, 1e-4, line);
+  EXPECT_EQ(kernel->compileSeconds(), seconds) << "a call compiled again";
+}
+
 TEST_F(BackwardTest, EmptySequenceOrBatchGivesZeroWeightGradients) {
   Case c = smallCase();
   auto kernel = fwp::jit::compile(c.desc(DType::F32, fwp::test::kBackend));

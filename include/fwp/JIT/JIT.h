@@ -147,8 +147,15 @@ public:
   /// compile() describes.
   void prepare(EntryPoint entry) const;
 
+  /// Prepares both entry points at once: the backward on a thread of its
+  /// own while the calling thread takes the forward, so that on a cold
+  /// cache a training step waits for the slower compile, not for the two in
+  /// turn. Throws as prepare() does (the forward's error first).
+  void prepareAll() const;
+
   /// Seconds spent so far on compiling or loading this kernel's entry points
-  /// (passes, LLVM optimisation, code generation, linking, loading).
+  /// (passes, LLVM optimisation, code generation, linking, loading), summed
+  /// over the entry points even where prepareAll() ran them at once.
   double compileSeconds() const;
 
   /// Whether `entry` was found in the disk cache (false if it was compiled,
