@@ -210,6 +210,22 @@ TEST_F(BackwardTest, Float64MatchesReference) {
 // The GPU's tiling of the dense layers, run on the host
 //===----------------------------------------------------------------------===//
 
+/// The forward's y and every gradient `kernel` computes for `p` against the
+/// float64 reference, each within `bound`; the errors as a line for the log.
+std::string expectMatchesReference(const fwp::jit::CompiledAttention &kernel,
+                                   const Problem &p, Rule rule, double bound) {
+  std::vector<double> y = fwp::test::runForwardAnyType(kernel, p);
+  double forwardErr =
+      relativeError(y, fwp::ref::attention(p.config, p.shape, p.x, p.params).y);
+  EXPECT_LE(forwardErr, bound) << "y";
+  std::string gradients;
+  compareGradients(runBackward(kernel, p, p.dy), referenceGradients(p, p.dy),
+                   rule, bound, gradients);
+  char head[32];
+  std::snprintf(head, sizeof head, "y %.2g", forwardErr);
+  return head + gradients;
+}
+
 /// fwp-to-ptx lowers the GPU's forms, which CompileOptions::cpuGpuTiling
 /// (fwp-to-cpu{gpu-tiling}) lowers for the host, so that they are checked
 /// here without a GPU:
@@ -245,16 +261,10 @@ TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
       auto kernel = fwp::jit::compileUncached(
           c.desc(dtype, fwp::test::kBackend), options);
       Problem p = makeProblem(c, dtype, 31);
-      std::vector<double> y = fwp::test::runForwardAnyType(*kernel, p);
-      double forwardErr = relativeError(
-          y, fwp::ref::attention(p.config, p.shape, p.x, p.params).y);
-      EXPECT_LE(forwardErr, bound) << "y";
-      std::string line;
-      compareGradients(runBackward(*kernel, p, p.dy),
-                       referenceGradients(p, p.dy), c.rule, bound, line);
-      std::printf("[ relerr   ] %s %s: y %.2g%s\n",
+      std::string line = expectMatchesReference(*kernel, p, c.rule, bound);
+      std::printf("[ relerr   ] %s %s: %s\n",
                   dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
-                  forwardErr, line.c_str());
+                  line.c_str());
     }
   }
 }
@@ -270,15 +280,8 @@ TEST(CpuStack, LongSequenceInBoundedStack) {
   auto kernel =
       fwp::jit::compileUncached(c.desc(DType::F32, fwp::test::kBackend), {});
   Problem p = makeProblem(c, DType::F32, 43);
-  std::vector<double> y = fwp::test::runForwardAnyType(*kernel, p);
-  EXPECT_LE(
-      relativeError(y, fwp::ref::attention(p.config, p.shape, p.x, p.params).y),
-      1e-4)
-      << "y";
-  std::string line;
-  compareGradients(runBackward(*kernel, p, p.dy), referenceGradients(p, p.dy),
-                   c.rule, 1e-4, line);
-  std::printf("[ relerr   ] f32 %s:%s\n", c.name().c_str(), line.c_str());
+  std::string line = expectMatchesReference(*kernel, p, c.rule, 1e-4);
+  std::printf("[ relerr   ] f32 %s: %s\n", c.name().c_str(), line.c_str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -421,15 +424,7 @@ TEST_F(BackwardTest, PrepareAllCompilesBothEntryPointsAtOnce) {
   kernel->prepareAll();
   double seconds = kernel->compileSeconds();
   EXPECT_GT(seconds, 0.0);
-  Problem p = makeProblem(c, DType::F32, 9);
-  std::vector<double> y = fwp::test::runForwardAnyType(*kernel, p);
-  EXPECT_LE(
-      relativeError(y, fwp::ref::attention(p.config, p.shape, p.x, p.params).y),
-      1e-4)
-      << "y";
-  std::string line;
-  compareGradients(runBackward(*kernel, p, p.dy), referenceGradients(p, p.dy),
-                   c.rule, 1e-4, line);
+  expectMatchesReference(*kernel, makeProblem(c, DType::F32, 9), c.rule, 1e-4);
   EXPECT_EQ(kernel->compileSeconds(), seconds) << "a call compiled again";
 }
 
