@@ -14,9 +14,10 @@
 // contract its per-lane fragments (ldmatrix from shared memory) and an
 // nvgpu.mma.sync (m16n8k8); the f32 operands go to the tensor cores as
 // tf32, split into a high and a low part (three MMAs: hi hi + hi lo +
-// lo hi) unless the kernel configuration's `products` asks for one rounded MMA.
-// A product that does not divide into such tiles (a single row, features that
-// are not a multiple of 8) is left for fwp-lower-tiles, on the CUDA cores.
+// lo hi) unless the kernel configuration's `products` asks for one rounded
+// MMA. A product that does not divide into such tiles (a single row,
+// features that are not a multiple of 8) is left for fwp-lower-tiles, on the
+// CUDA cores.
 //
 //===----------------------------------------------------------------------===//
 

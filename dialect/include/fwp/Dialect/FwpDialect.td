@@ -30,9 +30,9 @@ def Fwp_Dialect : Dialect {
     instances.
     The name becomes the GPU kernel's symbol, so it must be an identifier.
 
-    Another, `fwp.kernel_config = #fwp.kernel_config<...>` on a
-    `func.func`, records the configuration its kernels were lowered with
-    (`fwp-configure-kernels`).
+    Another, `fwp.kernel_config = #fwp.kernel_config<...>` on a function
+    (`func.func`, then `llvm.func`), records the configuration its kernels
+    were lowered with (`fwp-configure-kernels`).
   }];
   let cppNamespace = "::fwp";
   let hasOperationAttrVerify = 1;
@@ -40,8 +40,8 @@ def Fwp_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The attribute that names a kernel of the tile level.
     static constexpr ::llvm::StringLiteral kKernelAttrName = "fwp.kernel";
-    /// The attribute of a function (func.func, then llvm.func) that holds its kernels' configuration
-    /// (#fwp.kernel_config).
+    /// The attribute of a function (func.func, then llvm.func) that holds
+    /// its kernels' configuration (#fwp.kernel_config).
     static constexpr ::llvm::StringLiteral kKernelConfigAttrName =
         "fwp.kernel_config";
   }];
