@@ -69,12 +69,8 @@ namespace {
 void kernel(ImplicitLocOpBuilder &b, StringRef name,
             ArrayRef<OpFoldResult> bounds,
             function_ref<void(ValueRange)> body) {
-  SmallVector<Attribute> blocks;
-  for (size_t d = 0; d < bounds.size(); ++d)
-    blocks.push_back(gpu::GPUBlockMappingAttr::get(
-        b.getContext(), static_cast<gpu::MappingId>(d)));
-  auto forall =
-      scf::ForallOp::create(b, bounds, ValueRange{}, b.getArrayAttr(blocks));
+  auto forall = scf::ForallOp::create(
+      b, bounds, ValueRange{}, blockMapping(b.getContext(), bounds.size()));
   forall->setAttr(kKernelAttrName, b.getStringAttr(name));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getBody()->getTerminator());

@@ -182,7 +182,9 @@ ParallelStore storeRows(ChunkTiles &tiles, mlir::Value tile, mlir::Value out,
 /// Kernel `kernel`: an scf.forall over [0, bounds) tagged `fwp.kernel`, with
 /// `outputs` as shared_outs: `body` builds one point's work (given its
 /// indices and the shared outs' block arguments) and says what it writes,
-/// which becomes the terminator's parallel_insert_slice ops.
+/// which becomes the terminator's parallel_insert_slice ops. Where the
+/// function's kernel configuration is a GPU target's, the forall is mapped
+/// onto the grid, one instance a thread block.
 mlir::scf::ForallOp
 buildForall(mlir::ImplicitLocOpBuilder &b, llvm::StringRef kernel,
             llvm::ArrayRef<mlir::Value> bounds, mlir::ValueRange outputs,

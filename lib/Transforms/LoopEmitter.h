@@ -151,13 +151,8 @@ public:
   void kernel(llvm::StringRef name, llvm::ArrayRef<Value> ubs,
               function_ref<void(ValueRange)> body) {
     llvm::SmallVector<mlir::OpFoldResult> bounds(ubs.begin(), ubs.end());
-    // One instance a thread block on the GPU (fwp-kernels-to-gpu).
-    llvm::SmallVector<mlir::Attribute> blocks;
-    for (size_t d = 0; d < ubs.size(); ++d)
-      blocks.push_back(mlir::gpu::GPUBlockMappingAttr::get(
-          b.getContext(), static_cast<mlir::gpu::MappingId>(d)));
-    auto forall = mlir::scf::ForallOp::create(b, bounds, ValueRange{},
-                                              b.getArrayAttr(blocks));
+    auto forall = mlir::scf::ForallOp::create(
+        b, bounds, ValueRange{}, blockMapping(b.getContext(), ubs.size()));
     forall->setAttr(kKernelAttrName, b.getStringAttr(name));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getBody()->getTerminator());

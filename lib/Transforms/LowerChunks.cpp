@@ -354,7 +354,12 @@ scf::ForallOp buildForall(
     ValueRange outputs,
     function_ref<SmallVector<ParallelStore>(ValueRange, ValueRange)> body) {
   SmallVector<OpFoldResult> upper(bounds.begin(), bounds.end());
-  auto forall = scf::ForallOp::create(b, upper, outputs, std::nullopt);
+  // On the GPU's targets, one instance a thread block.
+  std::optional<ArrayAttr> mapping;
+  Operation *parent = b.getInsertionBlock()->getParentOp();
+  if (kernelConfigOf(parent, KernelTarget::Cpu).isGpuTiling())
+    mapping = blockMapping(b.getContext(), bounds.size());
+  auto forall = scf::ForallOp::create(b, upper, outputs, mapping);
   forall->setAttr(kKernelAttrName, b.getStringAttr(kernel));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());

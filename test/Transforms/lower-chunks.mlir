@@ -2,6 +2,8 @@
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-forward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-backward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-BACK
 // RUN: fwp-opt %s -fwp-lower-chunks=map-kernels -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MAPS
+// On a GPU target, the kernels mapped onto the grid, one instance a block.
+// RUN: fwp-opt %s -fwp-configure-kernels=target=gpu -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=GPU
 
 // The WY form: kernel chunk_wy, a forall over (batch, head, chunk); in it
 // K K^T (a matmul reading its right operand transposed), the gates' rows,
@@ -9,6 +11,8 @@
 // with the padding rows dropped.
 // CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// GPU-LABEL: func @wy
+// GPU: {fwp.kernel = "chunk_wy", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
 // CHECK-LABEL: func @wy
 // CHECK: %[[CHUNKS:.*]] = arith.ceildivui
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, %[[CHUNKS]]) shared_outs
@@ -32,6 +36,8 @@ func.func @wy(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
 
 // The pass over the chunks: a forall over (batch, head), in it a loop over
 // the chunks carrying the 8 x 32 state, the start states and the rows of U.
+// GPU-LABEL: func @states
+// GPU: {fwp.kernel = "chunk_states", mapping = [#gpu.block<x>, #gpu.block<y>]}
 // CHECK-LABEL: func @states
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) in
 // CHECK: %[[LOOP:.*]]:3 = scf.for {{.*}} iter_args({{.*}}) -> (tensor<8x32xf32>, tensor<?x8x32xf32>, tensor<?x8xf32>)

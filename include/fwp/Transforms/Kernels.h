@@ -13,6 +13,7 @@
 #include "fwp/Dialect/FwpDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace fwp {
@@ -30,6 +31,17 @@ inline bool isInsideKernel(mlir::Operation *op) {
         parent->hasAttr(kKernelAttrName))
       return true;
   return false;
+}
+
+/// The mapping of a kernel's forall of `rank` dimensions onto the GPU's
+/// grid, one instance a thread block (fwp-kernels-to-gpu): #gpu.block<x>,
+/// <y>, <z> in turn.
+inline mlir::ArrayAttr blockMapping(mlir::MLIRContext *context, size_t rank) {
+  llvm::SmallVector<mlir::Attribute> blocks;
+  for (size_t d = 0; d < rank; ++d)
+    blocks.push_back(mlir::gpu::GPUBlockMappingAttr::get(
+        context, static_cast<mlir::gpu::MappingId>(d)));
+  return mlir::ArrayAttr::get(context, blocks);
 }
 
 /// The kernels under `root`, outermost first.

@@ -174,6 +174,10 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     kernels (`fwp.dpfp_grad`, features read elsewhere too) become kernels
     over (batch, head, 64 rows), `dpfp` and `dpfp_grad`, so that they run
     on every core, vectorized, rather than as loops over whole tensors.
+
+    Where the function's kernel configuration is a GPU target's
+    (`fwp-configure-kernels`), each kernel's forall is mapped onto the
+    grid (`#gpu.block<x>`, `<y>`, `<z>`), one instance a thread block.
   }];
   let options = [
     Option<"fuseForward", "fuse-forward", "bool", /*default=*/"false",
@@ -184,6 +188,7 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
            "Feature maps and their gradients outside kernels as kernels">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
