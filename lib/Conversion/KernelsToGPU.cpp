@@ -216,14 +216,8 @@ struct KernelsToGPUPass : impl::FwpKernelsToGPUBase<KernelsToGPUPass> {
 
   void runOnOperation() override {
     for (scf::ForallOp kernel : collectKernels(getOperation())) {
-      KernelConfigAttr config = kernelConfigOf(kernel, KernelTarget::Gpu);
-      if (config.getTarget() != KernelTarget::Gpu) {
-        kernel.emitOpError("fwp-kernels-to-gpu needs a GPU kernel "
-                           "configuration, got ")
-            << config;
-        return signalPassFailure();
-      }
-      if (failed(convertKernel(kernel, config.getBlockSize())))
+      KernelConfigAttr config = gpuKernelConfigOf(kernel, "fwp-kernels-to-gpu");
+      if (!config || failed(convertKernel(kernel, config.getBlockSize())))
         return signalPassFailure();
     }
   }

@@ -92,11 +92,9 @@ struct ProductsToMmaPass : impl::FwpProductsToMmaBase<ProductsToMmaPass> {
   }
 
   LogicalResult convertKernel(scf::ForallOp kernel) {
-    KernelConfigAttr config = kernelConfigOf(kernel, KernelTarget::Gpu);
-    if (config.getTarget() != KernelTarget::Gpu)
-      return kernel.emitOpError("fwp-products-to-mma needs a GPU kernel "
-                                "configuration, got ")
-             << config;
+    KernelConfigAttr config = gpuKernelConfigOf(kernel, "fwp-products-to-mma");
+    if (!config)
+      return failure();
     ProductPrecision precision = *config.getProducts();
     if (precision == ProductPrecision::CudaCores)
       return success();

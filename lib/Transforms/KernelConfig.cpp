@@ -92,6 +92,15 @@ KernelConfigAttr kernelConfigOf(Operation *op, KernelTarget fallback) {
       op->getContext(), {fallback});
 }
 
+KernelConfigAttr gpuKernelConfigOf(Operation *kernel, StringRef pass) {
+  KernelConfigAttr config = kernelConfigOf(kernel, KernelTarget::Gpu);
+  if (config.getTarget() == KernelTarget::Gpu)
+    return config;
+  kernel->emitOpError(pass)
+      << " needs a GPU kernel configuration, got " << config;
+  return nullptr;
+}
+
 namespace {
 
 struct FwpConfigureKernels

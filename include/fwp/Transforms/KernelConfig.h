@@ -70,6 +70,11 @@ chooseKernelConfig(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
 /// where none is (a pass run on its own), `fallback`'s default one.
 KernelConfigAttr kernelConfigOf(mlir::Operation *op, KernelTarget fallback);
 
+/// kernelConfigOf(`kernel`) for a pass that lowers to the GPU (`pass`
+/// names it): null, with an error on `kernel`, unless it is the GPU's.
+KernelConfigAttr gpuKernelConfigOf(mlir::Operation *kernel,
+                                   llvm::StringRef pass);
+
 } // namespace fwp
 
 #endif // FWP_TRANSFORMS_KERNELCONFIG_H
