@@ -14,11 +14,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTiles.h"
+
 #include "fwp/Conversion/Passes.h"
 #include "fwp/Transforms/Kernels.h"
-
-#include "mlir/Interfaces/LoopLikeInterface.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace fwp {
 #define GEN_PASS_DEF_FWPSTACKTILES
@@ -29,44 +28,6 @@ using namespace mlir;
 
 namespace fwp {
 namespace {
-
-int64_t bytesOf(MemRefType type) {
-  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
-}
-
-/// Whether the buffer of `alloc` (or a view of it) leaves the block that
-/// allocates it other than through operations that read or write it: yielded
-/// by a loop or a branch, returned, or stored as a value.
-bool escapes(memref::AllocOp alloc) {
-  SmallVector<Value> worklist = {alloc.getResult()};
-  while (!worklist.empty()) {
-    Value buffer = worklist.pop_back_val();
-    for (OpOperand &use : buffer.getUses()) {
-      Operation *user = use.getOwner();
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
-        if (view.getViewSource() == buffer)
-          worklist.push_back(view->getResult(0));
-        continue;
-      }
-      if (user->hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface>(user))
-        return true;
-      if (auto store = dyn_cast<memref::StoreOp>(user);
-          store && store.getValueToStore() == buffer)
-        return true;
-    }
-  }
-  return false;
-}
-
-/// Whether every loop between `alloc` and `kernel` is an scf.for, whose
-/// iterations run one after the other and can share the tile.
-bool onlyForLoopsBetween(memref::AllocOp alloc, scf::ForallOp kernel) {
-  for (Operation *parent = alloc->getParentOp(); parent != kernel;
-       parent = parent->getParentOp())
-    if (isa<LoopLikeOpInterface>(parent) && !isa<scf::ForOp>(parent))
-      return false;
-  return true;
-}
 
 struct StackTilesPass : impl::FwpStackTilesBase<StackTilesPass> {
   using FwpStackTilesBase::FwpStackTilesBase;
@@ -80,13 +41,9 @@ struct StackTilesPass : impl::FwpStackTilesBase<StackTilesPass> {
   /// The kernel's static tiles that stay in their block, smallest first,
   /// while they fit in `maxKernelBytes` together.
   void promoteTiles(RewriterBase &rewriter, scf::ForallOp kernel) {
-    SmallVector<memref::AllocOp> tiles;
-    kernel.getBody()->walk([&](memref::AllocOp alloc) {
-      MemRefType type = alloc.getType();
-      if (type.hasStaticShape() && type.getLayout().isIdentity() &&
-          bytesOf(type) <= maxTileBytes && !escapes(alloc) &&
-          onlyForLoopsBetween(alloc, kernel))
-        tiles.push_back(alloc);
+    SmallVector<memref::AllocOp> tiles = reusableTiles(kernel);
+    llvm::erase_if(tiles, [&](memref::AllocOp alloc) {
+      return bytesOf(alloc.getType()) > maxTileBytes;
     });
     llvm::stable_sort(tiles, [](memref::AllocOp a, memref::AllocOp b) {
       return bytesOf(a.getType()) < bytesOf(b.getType());

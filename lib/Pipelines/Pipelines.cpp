@@ -67,13 +67,14 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFwpConfigureKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
   pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
-  bool tileScan = kernels.target != KernelTarget::Cpu;
+  bool tileScan = kernels.target == KernelTarget::GpuOnHost;
+  bool fuse = kernels.target == KernelTarget::Cpu;
   if (tileScan) {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   } else {
     pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
     pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-        {/*fuseForward=*/true, /*fuseBackward=*/true, /*mapKernels=*/true}));
+        {/*fuseForward=*/fuse, /*fuseBackward=*/fuse, /*mapKernels=*/true}));
   }
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());
@@ -158,6 +159,8 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   kernels.blockSize = options.blockSize;
   kernels.products = options.f32Products;
   buildFwpToLoopsPipeline(pm, kernels);
+  // The stage kernels' tiles in shared memory and global scratch.
+  pm.addNestedPass<func::FuncOp>(createFwpGpuTiles());
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's

@@ -41,6 +41,7 @@ PlanOp planOpOf(Operation *op) {
       .Case([](arith::RemSIOp) { return PlanOp::RemS; })
       .Case([](arith::RemUIOp) { return PlanOp::RemU; })
       .Case([](arith::CeilDivSIOp) { return PlanOp::CeilDiv; })
+      .Case([](arith::CeilDivUIOp) { return PlanOp::CeilDivU; })
       .Case([](arith::FloorDivSIOp) { return PlanOp::FloorDiv; })
       .Case([](arith::MinSIOp) { return PlanOp::MinS; })
       .Case([](arith::MaxSIOp) { return PlanOp::MaxS; })
@@ -116,8 +117,8 @@ private:
         })
         .Case<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp,
               arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
-              arith::CeilDivSIOp, arith::FloorDivSIOp, arith::MinSIOp,
-              arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp>(
+              arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp,
+              arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp>(
             [&](Operation *binary) {
               return defineValue(binary->getResult(0),
                                  PlanExpr::apply(planOpOf(binary),

@@ -22,13 +22,15 @@ namespace fwp::rt {
 namespace {
 
 constexpr PlanOp kAllOps[] = {
-    PlanOp::Add,  PlanOp::Sub,  PlanOp::Mul,     PlanOp::DivS,     PlanOp::DivU,
-    PlanOp::RemS, PlanOp::RemU, PlanOp::CeilDiv, PlanOp::FloorDiv, PlanOp::MinS,
-    PlanOp::MaxS, PlanOp::MinU, PlanOp::MaxU};
+    PlanOp::Add,      PlanOp::Sub,      PlanOp::Mul,  PlanOp::DivS,
+    PlanOp::DivU,     PlanOp::RemS,     PlanOp::RemU, PlanOp::CeilDiv,
+    PlanOp::CeilDivU, PlanOp::FloorDiv, PlanOp::MinS, PlanOp::MaxS,
+    PlanOp::MinU,     PlanOp::MaxU};
 
 bool isDivision(PlanOp op) {
   return op == PlanOp::DivS || op == PlanOp::DivU || op == PlanOp::RemS ||
-         op == PlanOp::RemU || op == PlanOp::CeilDiv || op == PlanOp::FloorDiv;
+         op == PlanOp::RemU || op == PlanOp::CeilDiv ||
+         op == PlanOp::CeilDivU || op == PlanOp::FloorDiv;
 }
 
 /// The divisions whose quotient INT64_MIN / -1 does not fit.
@@ -58,6 +60,8 @@ int64_t applyChecked(PlanOp op, int64_t a, int64_t b) {
     int64_t q = a / b, r = a % b;
     return r != 0 && ((r > 0) == (b > 0)) ? q + 1 : q;
   }
+  case PlanOp::CeilDivU:
+    return static_cast<int64_t>(ua / ub + (ua % ub != 0));
   case PlanOp::FloorDiv: {
     int64_t q = a / b, r = a % b;
     return r != 0 && ((r > 0) != (b > 0)) ? q - 1 : q;
@@ -94,6 +98,8 @@ const char *planOpName(PlanOp op) {
     return "remu";
   case PlanOp::CeilDiv:
     return "ceildiv";
+  case PlanOp::CeilDivU:
+    return "ceildivu";
   case PlanOp::FloorDiv:
     return "floordiv";
   case PlanOp::MinS:

@@ -13,7 +13,7 @@ namespace {
 using syntax::isName;
 
 const char *const kOpList = "add, sub, mul, divs, divu, rems, remu, ceildiv, "
-                            "floordiv, mins, maxs, minu or maxu";
+                            "ceildivu, floordiv, mins, maxs, minu or maxu";
 
 bool isPunctuation(char c) { return c == '(' || c == ')' || c == ','; }
 

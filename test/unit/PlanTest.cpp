@@ -257,7 +257,7 @@ TEST(PlanParseTest, ExpressionsPrint) {
   EXPECT_EQ(e.str(), "(floordiv dim(x, 2) (maxu v -1))");
   for (const char *name :
        {"add", "sub", "mul", "divs", "divu", "rems", "remu", "ceildiv",
-        "floordiv", "mins", "maxs", "minu", "maxu"})
+        "ceildivu", "floordiv", "mins", "maxs", "minu", "maxu"})
     EXPECT_EQ(planOpName(*parsePlanOp(name)), std::string(name));
   EXPECT_FALSE(parsePlanOp("div"));
   EXPECT_EQ(dtypeBytes(DType::F64), 8u);
@@ -719,6 +719,12 @@ TEST(PlanExprTest, UnsignedOperationsAndWrapAround) {
   EXPECT_EQ(applyPlanOp(PlanOp::DivU, -8, -4), 0); // 2^64-8 < 2^64-4
   EXPECT_EQ(applyPlanOp(PlanOp::RemU, -1, 10), 5); // 18446744073709551615
   EXPECT_EQ(applyPlanOp(PlanOp::RemU, 7, -1), 7);
+  // arith.ceildivui: the quotient rounded up, both read as unsigned.
+  EXPECT_EQ(applyPlanOp(PlanOp::CeilDivU, 1024, 64), 16);
+  EXPECT_EQ(applyPlanOp(PlanOp::CeilDivU, 1025, 64), 17);
+  EXPECT_EQ(applyPlanOp(PlanOp::CeilDivU, 0, 64), 0);
+  EXPECT_EQ(applyPlanOp(PlanOp::CeilDivU, -1, 2), kMin); // 2^63
+  EXPECT_EQ(applyPlanOp(PlanOp::CeilDivU, 5, -1), 1);    // 5 / (2^64-1)
   EXPECT_EQ(applyPlanOp(PlanOp::MinU, -1, 3), 3);
   EXPECT_EQ(applyPlanOp(PlanOp::MaxU, -1, 3), -1);
   EXPECT_EQ(applyPlanOp(PlanOp::MinS, -1, 3), -1);
@@ -731,7 +737,7 @@ TEST(PlanExprTest, UnsignedOperationsAndWrapAround) {
 
 TEST(PlanExprTest, DivisionByZeroAndOverflowAreErrors) {
   for (PlanOp op : {PlanOp::DivS, PlanOp::DivU, PlanOp::RemS, PlanOp::RemU,
-                    PlanOp::CeilDiv, PlanOp::FloorDiv})
+                    PlanOp::CeilDiv, PlanOp::CeilDivU, PlanOp::FloorDiv})
     EXPECT_EQ(messageOf<PlanError>([&] { applyPlanOp(op, 5, 0); }),
               "division by zero")
         << planOpName(op);

@@ -236,6 +236,53 @@ def FwpStackTiles : Pass<"fwp-stack-tiles", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FwpGpuTiles : Pass<"fwp-gpu-tiles", "::mlir::func::FuncOp"> {
+  let summary = "Put the GPU kernels' tiles in shared memory and global "
+                "scratch";
+  let description = [{
+    After bufferization, on a function whose kernel configuration is the
+    GPU's: each `memref.alloc` of static shape and identity layout inside an
+    `scf.forall` tagged `fwp.kernel` that stays in its block (as
+    fwp-stack-tiles asks) and is only read, written and viewed through
+    `memref.subview` is made once per kernel instance (thread block):
+    smallest first while the configuration's `local_bytes` last, as a
+    workgroup `memref.alloca` at the start of the kernel's body; the others
+    as the instance's slice of a scratch buffer allocated before the kernel
+    with one slice per instance. Before that, the kernel's `scf.for` loops
+    drop the tiles they only carry (scf.for's canonicalization), and copies
+    of a region onto itself, which bufferization leaves where a tile is
+    written in place, are erased. A tile that cannot be placed (dynamic,
+    carried by a loop, leaving its block) is an error: a GPU kernel cannot
+    allocate.
+
+    Why: a thread block's threads share each tile's work, and a kernel
+    cannot allocate memory.
+
+    Example (configuration with `local_bytes = 1024`):
+
+    ```mlir
+    scf.forall (%b, %c) in (%nb, %nc) {
+      %rows = memref.alloc() : memref<64xf32>
+      %gram = memref.alloc() : memref<64x64xf32>
+      ...
+    } {fwp.kernel = "k", mapping = [#gpu.block<x>, #gpu.block<y>]}
+    ```
+
+    becomes
+
+    ```mlir
+    %scratch = memref.alloc(%nb, %nc) : memref<?x?x64x64xf32>
+    scf.forall (%b, %c) in (%nb, %nc) {
+      %gram = memref.subview %scratch[%b, %c, 0, 0] [1, 1, 64, 64] [1, 1, 1, 1]
+          : memref<?x?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+      %rows = memref.alloca() : memref<64xf32, #gpu.address_space<workgroup>>
+      ...
+    } {fwp.kernel = "k", mapping = [#gpu.block<x>, #gpu.block<y>]}
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors", "::mlir::func::FuncOp"> {
   let summary = "Lower the tile operations inside fwp kernels to CPU vectors";
   let description = [{

@@ -1,0 +1,204 @@
+//===- GpuTiles.cpp - The GPU kernels' tiles in shared and global memory --===//
+//
+// Bufferization gives each tile a stage kernel makes (a chunk's rows, its
+// Gram matrix, a product) a memref.alloc in the kernel's body, which a GPU
+// kernel cannot make; and the tile belongs to the whole thread block, whose
+// threads share its work. So each tile is made once per kernel instance:
+// smallest first, while the kernel configuration's `local_bytes` last, in
+// the block's shared memory (a workgroup memref.alloca, which
+// fwp-kernels-to-gpu makes a module-level buffer); past them, as the
+// instance's slice of a scratch buffer in global memory, allocated before
+// the launch with a slice per instance.
+//
+// Two things bufferization leaves are cleared first, so that the tiles'
+// only users read and write them: loops that carry a tile only to yield it
+// back unchanged (the tile itself is used instead), and copies of a
+// region of a buffer onto the same region, which a tile written in place
+// leaves (memref.copy would be a call into the host's runtime).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTiles.h"
+
+#include "fwp/Conversion/Passes.h"
+#include "fwp/Transforms/KernelConfig.h"
+#include "fwp/Transforms/Kernels.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace fwp {
+#define GEN_PASS_DEF_FWPGPUTILES
+#include "fwp/Conversion/Passes.h.inc"
+} // namespace fwp
+
+using namespace mlir;
+
+namespace fwp {
+namespace {
+
+/// Whether `source` and `target` are the same region of one buffer.
+bool sameRegion(Value source, Value target) {
+  if (source == target)
+    return true;
+  auto from = source.getDefiningOp<memref::SubViewOp>();
+  auto to = target.getDefiningOp<memref::SubViewOp>();
+  return from && to && from.getType() == to.getType() &&
+         sameRegion(from.getSource(), to.getSource()) &&
+         isEqualConstantIntOrValueArray(from.getMixedOffsets(),
+                                        to.getMixedOffsets()) &&
+         isEqualConstantIntOrValueArray(from.getMixedSizes(),
+                                        to.getMixedSizes()) &&
+         isEqualConstantIntOrValueArray(from.getMixedStrides(),
+                                        to.getMixedStrides());
+}
+
+/// The loops of `kernel` with the tiles they only carry dropped (scf.for's
+/// canonicalization alone, not the whole canonicalizer's).
+LogicalResult dropCarriedTiles(scf::ForallOp kernel) {
+  SmallVector<Operation *> loops;
+  kernel.getBody()->walk([&](scf::ForOp loop) { loops.push_back(loop); });
+  RewritePatternSet patterns(kernel.getContext());
+  scf::ForOp::getCanonicalizationPatterns(patterns, kernel.getContext());
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+  return applyOpPatternsGreedily(loops, std::move(patterns), config);
+}
+
+void eraseInPlaceCopies(scf::ForallOp kernel) {
+  kernel.getBody()->walk([](memref::CopyOp copy) {
+    if (sameRegion(copy.getSource(), copy.getTarget()))
+      copy.erase();
+  });
+}
+
+/// Whether the views of `buffer` can take another memory space or layout:
+/// it is only read, written and viewed through memref.subview.
+bool onlyAccessed(Value buffer) {
+  for (Operation *user : buffer.getUsers()) {
+    if (auto view = dyn_cast<memref::SubViewOp>(user)) {
+      if (!onlyAccessed(view.getResult()))
+        return false;
+      continue;
+    }
+    if (user->hasTrait<OpTrait::IsTerminator>() ||
+        llvm::any_of(user->getResultTypes(), llvm::IsaPred<MemRefType>))
+      return false;
+  }
+  return true;
+}
+
+/// The subviews of `buffer`, whose type changed, retyped after it.
+void retypeViews(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  for (Operation *user : buffer.getUsers()) {
+    auto view = dyn_cast<memref::SubViewOp>(user);
+    if (!view)
+      continue;
+    view.getResult().setType(memref::SubViewOp::inferRankReducedResultType(
+        view.getType().getShape(), type, view.getStaticOffsets(),
+        view.getStaticSizes(), view.getStaticStrides()));
+    retypeViews(view.getResult());
+  }
+}
+
+/// `alloc` replaced by `tile`, whose type may differ in memory space or
+/// layout.
+void replaceTile(RewriterBase &rewriter, memref::AllocOp alloc, Value tile) {
+  rewriter.replaceAllUsesWith(alloc.getResult(), tile);
+  rewriter.eraseOp(alloc);
+  retypeViews(tile);
+}
+
+/// The tile in the block's shared memory.
+void placeInSharedMemory(RewriterBase &rewriter, scf::ForallOp kernel,
+                         memref::AllocOp alloc) {
+  MemRefType type = alloc.getType();
+  auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  rewriter.setInsertionPointToStart(kernel.getBody());
+  Value tile = memref::AllocaOp::create(
+      rewriter, alloc.getLoc(),
+      MemRefType::get(type.getShape(), type.getElementType(), AffineMap(),
+                      workgroup));
+  replaceTile(rewriter, alloc, tile);
+}
+
+/// The tile as the instance's slice of a global scratch buffer with one
+/// for every instance of `kernel` (normalized: from 0 by 1).
+void placeInScratch(RewriterBase &rewriter, scf::ForallOp kernel,
+                    memref::AllocOp alloc) {
+  MemRefType type = alloc.getType();
+  SmallVector<OpFoldResult> instances = kernel.getMixedUpperBound();
+  SmallVector<int64_t> shape;
+  SmallVector<Value> dynamicSizes;
+  dispatchIndexOpFoldResults(instances, dynamicSizes, shape);
+  llvm::append_range(shape, type.getShape());
+  rewriter.setInsertionPoint(kernel);
+  Value scratch = memref::AllocOp::create(
+      rewriter, alloc.getLoc(), MemRefType::get(shape, type.getElementType()),
+      dynamicSizes, alloc.getAlignmentAttr());
+
+  SmallVector<OpFoldResult> offsets =
+      getAsOpFoldResult(kernel.getInductionVars());
+  SmallVector<OpFoldResult> sizes(offsets.size(), rewriter.getIndexAttr(1));
+  for (int64_t size : type.getShape()) {
+    offsets.push_back(rewriter.getIndexAttr(0));
+    sizes.push_back(rewriter.getIndexAttr(size));
+  }
+  SmallVector<OpFoldResult> strides(offsets.size(), rewriter.getIndexAttr(1));
+  rewriter.setInsertionPointToStart(kernel.getBody());
+  MemRefType sliceType = memref::SubViewOp::inferRankReducedResultType(
+      type.getShape(), cast<MemRefType>(scratch.getType()), offsets, sizes,
+      strides);
+  Value slice = memref::SubViewOp::create(rewriter, alloc.getLoc(), sliceType,
+                                          scratch, offsets, sizes, strides);
+  replaceTile(rewriter, alloc, slice);
+}
+
+struct GpuTilesPass : impl::FwpGpuTilesBase<GpuTilesPass> {
+  using FwpGpuTilesBase::FwpGpuTilesBase;
+
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    for (scf::ForallOp kernel : collectKernels(getOperation())) {
+      KernelConfigAttr config = gpuKernelConfigOf(kernel, "fwp-gpu-tiles");
+      if (!config || failed(placeTiles(rewriter, kernel, config)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult placeTiles(RewriterBase &rewriter, scf::ForallOp kernel,
+                           KernelConfigAttr config) {
+    if (!kernel.isNormalized())
+      return kernel.emitOpError("fwp-gpu-tiles needs a kernel from 0 by 1");
+    if (failed(dropCarriedTiles(kernel)))
+      return kernel.emitOpError("fwp-gpu-tiles: its loops did not converge");
+    eraseInPlaceCopies(kernel);
+    SmallVector<memref::AllocOp> tiles = reusableTiles(kernel);
+    llvm::erase_if(tiles, [](memref::AllocOp alloc) {
+      return !onlyAccessed(alloc.getResult());
+    });
+    llvm::stable_sort(tiles, [](memref::AllocOp a, memref::AllocOp b) {
+      return bytesOf(a.getType()) < bytesOf(b.getType());
+    });
+    int64_t shared = 0;
+    for (memref::AllocOp alloc : tiles) {
+      shared += bytesOf(alloc.getType());
+      if (shared <= config.getLocalBytes())
+        placeInSharedMemory(rewriter, kernel, alloc);
+      else
+        placeInScratch(rewriter, kernel, alloc);
+    }
+    WalkResult left = kernel.getBody()->walk([](memref::AllocOp alloc) {
+      alloc.emitOpError("fwp-gpu-tiles: a GPU kernel cannot allocate this "
+                        "tile (dynamic, carried by a loop, or leaving its "
+                        "block)");
+      return WalkResult::interrupt();
+    });
+    return failure(left.wasInterrupted());
+  }
+};
+
+} // namespace
+} // namespace fwp
