@@ -23,10 +23,11 @@ namespace fwp {
 /// out[i, j] += lhs[i, k] rhs[k, j], NT rhs[j, k], TN lhs[k, i].
 enum class ProductForm { NN, NT, TN };
 
-/// Which tile of a product is lower triangular: the result (only its blocks
-/// on and below the diagonal are computed, the others keep the
-/// accumulator's values) or the left operand (its blocks above the diagonal
-/// are zero and skipped).
+/// Which tile of a product is lower triangular: the result (its blocks on
+/// and below the diagonal are computed; above them callers read nothing, or
+/// mask it: they hold the accumulator's values where the product goes by row
+/// blocks, the whole product's where it does not) or the left operand (its
+/// blocks above the diagonal are zero, and skipped by row blocks).
 enum class Triangular { Result, Lhs };
 
 /// The row blocks of triangular products and of the substitution: whole
@@ -34,13 +35,26 @@ enum class Triangular { Result, Lhs };
 /// of 10 blocks in 16.
 constexpr int64_t kTriangleBlock = 16;
 
+/// Columns [offset, offset + width) of the value dimension: the block of
+/// the values (and of the state's rows) that a kernel instance takes.
+struct ValueBlock {
+  mlir::OpFoldResult offset;
+  int64_t width;
+};
+
 /// Tiles of one chunk operation, for per-step tensors [T, B, H, *] (or
 /// [B, T, H, *] batch first) and chunks of `chunk` rows.
 class ChunkTiles {
 public:
+  /// Tiles built at `b`'s insertion point, in a function whose kernel
+  /// configuration says how triangular products go.
   ChunkTiles(mlir::ImplicitLocOpBuilder &b, mlir::Type element, int64_t chunk,
-             bool batchFirst)
-      : b(b), element(element), chunk(chunk), batchFirst(batchFirst) {}
+             bool batchFirst);
+  /// Tiles like `outer`'s, built with `b` (in the body of a loop being
+  /// built, whose region has no parent yet).
+  ChunkTiles(mlir::ImplicitLocOpBuilder &b, const ChunkTiles &outer)
+      : b(b), element(outer.element), chunk(outer.chunk),
+        batchFirst(outer.batchFirst), rowBlocks(outer.rowBlocks) {}
 
   mlir::Value index(int64_t value);
   /// Size `dim` of a per-step tensor `perStep` in the scan's terms: dim 0 is
@@ -75,10 +89,13 @@ public:
   /// (fusedFeatureMap) are made here from the rows of the map's input; their
   /// sizes (stepDim, emptyLike) are read from that input too, so that once
   /// every chunk operation is lowered the features are never stored.
+  /// With `block`, only the block's columns: a `chunk x block.width` tile.
   mlir::Value loadRows(mlir::Value perStep, mlir::Value bi, mlir::Value h,
-                       mlir::Value t0, mlir::Value len);
+                       mlir::Value t0, mlir::Value len,
+                       std::optional<ValueBlock> block = std::nullopt);
   /// Where rows [t0, t0 + len) of (bi, h) lie in a per-step tensor of width
-  /// `width`: offsets, sizes and strides of a rank-reducing slice.
+  /// `width` (columns from `col0`, 0 by default): offsets, sizes and strides
+  /// of a rank-reducing slice.
   struct Slice {
     llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
   };
@@ -86,10 +103,13 @@ public:
   Slice region(llvm::ArrayRef<mlir::OpFoldResult> offsets,
                llvm::ArrayRef<mlir::OpFoldResult> sizes);
   Slice rowsSlice(mlir::Value bi, mlir::Value h, mlir::Value t0,
-                  mlir::Value len, int64_t width);
-  /// The (bi, h) entry of a per-head tensor [B, H, sizes...].
+                  mlir::Value len, int64_t width,
+                  mlir::OpFoldResult col0 = nullptr);
+  /// The (bi, h) entry of a per-head tensor [B, H, sizes...], from `offsets`
+  /// in the trailing dimensions (0 where not given).
   Slice perHead(mlir::Value bi, mlir::Value h,
-                llvm::ArrayRef<mlir::OpFoldResult> sizes);
+                llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                llvm::ArrayRef<mlir::OpFoldResult> offsets = {});
   /// The region `slice` of `source` as a tensor of `shape`, the unit
   /// dimensions dropped.
   mlir::Value extract(mlir::Value source, llvm::ArrayRef<int64_t> shape,
@@ -100,13 +120,16 @@ public:
     mlir::Value tile;
   };
   /// All the rows of (bi, h) in the per-step tensor `perStep` of `steps`
-  /// steps, as a `steps x width` tile (`steps` for width 0: the gates).
+  /// steps, as a `steps x width` tile (`steps` for width 0: the gates), its
+  /// columns from `col0`.
   View headRows(mlir::Value perStep, mlir::Value bi, mlir::Value h,
-                mlir::Value steps, int64_t width);
+                mlir::Value steps, int64_t width,
+                mlir::OpFoldResult col0 = nullptr);
   /// All the per-chunk states of (bi, h) in `states` [B, H, N, rows, cols],
-  /// as an `N x rows x cols` tile.
+  /// as an `N x rows x cols` tile, its rows from `row0`.
   View headStates(mlir::Value states, mlir::Value bi, mlir::Value h,
-                  mlir::Value chunks, int64_t rows, int64_t cols);
+                  mlir::Value chunks, int64_t rows, int64_t cols,
+                  mlir::OpFoldResult row0 = nullptr);
   /// The state of chunk `c` of (bi, h) in `states` [B, H, N, rows, cols], as
   /// a `rows x cols` tile.
   mlir::Value chunkState(mlir::Value states, mlir::Value bi, mlir::Value h,
@@ -165,6 +188,8 @@ public:
   mlir::Type element;
   int64_t chunk;
   bool batchFirst;
+  /// Whether triangular products go by row blocks (ChunkTriangles.cpp).
+  bool rowBlocks;
 };
 
 /// A slice of a forall's shared out that one point writes.
@@ -174,10 +199,16 @@ struct ParallelStore {
 };
 
 /// The first `len` rows of a chunk's `tile` written to rows [t0, t0 + len)
-/// of (bi, h) in the per-step shared out `out` of width `width`.
+/// of (bi, h) in the per-step shared out `out`, `width` columns from `col0`.
 ParallelStore storeRows(ChunkTiles &tiles, mlir::Value tile, mlir::Value out,
                         mlir::Value bi, mlir::Value h, mlir::Value t0,
-                        mlir::Value len, int64_t width);
+                        mlir::Value len, int64_t width,
+                        mlir::OpFoldResult col0 = nullptr);
+
+/// The width of the value blocks that `op`'s kernel splits `values` columns
+/// into: its kernel configuration's value block where that divides them,
+/// else all of them (one block).
+int64_t valueBlockWidth(mlir::Operation *op, int64_t values);
 
 /// Kernel `kernel`: an scf.forall over [0, bounds) tagged `fwp.kernel`, with
 /// `outputs` as shared_outs: `body` builds one point's work (given its

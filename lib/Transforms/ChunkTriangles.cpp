@@ -5,11 +5,13 @@
 // the WY form's substitution reads only the rows it has solved. These
 // products go by row blocks of kTriangleBlock rows, each only as wide (or
 // as deep) as the blocks on and below the diagonal: at C = 64, 10 blocks of
-// 16 rather than 16.
+// 16 rather than 16 (on the CPU; the GPU's kernels take whole products).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ChunkLowering.h"
+
+#include "fwp/Transforms/KernelConfig.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
@@ -74,6 +76,17 @@ Value ChunkTiles::identity() {
       });
 }
 
+// Triangular products go by row blocks on the CPU, where that saves the work
+// above the diagonal. On the GPU's targets a product takes the whole chunk:
+// the block's warps share one 64 x 64 product of tensor-core tiles better
+// than four thin ones, and with fewer registers.
+ChunkTiles::ChunkTiles(ImplicitLocOpBuilder &b, Type element, int64_t chunk,
+                       bool batchFirst)
+    : b(b), element(element), chunk(chunk), batchFirst(batchFirst),
+      rowBlocks(!kernelConfigOf(b.getInsertionBlock()->getParentOp(),
+                                KernelTarget::Cpu)
+                     .isGpuTiling()) {}
+
 /// Whether `tiles`' chunks split into row blocks (two or more).
 static bool hasTriangleBlocks(const ChunkTiles &tiles) {
   return tiles.chunk % kTriangleBlock == 0 && tiles.chunk > kTriangleBlock;
@@ -100,7 +113,7 @@ Value lowerScores(ChunkTiles &tiles, Value lhs, KeyTile keys) {
 
 Value ChunkTiles::lowerProduct(ProductForm form, Triangular which, Value lhs,
                                Value rhs, Value acc) {
-  if (!hasTriangleBlocks(*this))
+  if (!rowBlocks || !hasTriangleBlocks(*this))
     return product(form, lhs, rhs, acc);
   auto shape = [](Value tile) {
     return cast<RankedTensorType>(tile.getType()).getShape();
@@ -146,7 +159,7 @@ Value ChunkTiles::substitute(Value m, Value base) {
         b, index(first), index(span), index(1), ValueRange{solved},
         [&](OpBuilder &nb, Location loc, Value r, ValueRange iterArgs) {
           ImplicitLocOpBuilder rb(loc, nb);
-          ChunkTiles rowTiles(rb, element, chunk, batchFirst);
+          ChunkTiles rowTiles(rb, *this);
           OpFoldResult one = rb.getIndexAttr(1), zero = rb.getIndexAttr(0);
           auto row = [&](Value tile, int64_t cols) {
             return rowTiles.extract(

@@ -243,7 +243,7 @@ LogicalResult fuseWithStates(const BackwardPair &pair, Operation *anchor,
             b, tiles.index(0), chunks, tiles.index(1), init,
             [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
               ImplicitLocOpBuilder cb(loc, nb);
-              ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
+              ChunkTiles t(cb, tiles);
               Value c = t.fromLast(i, chunks);
               Value ds = carried[stateIndex];
               auto [t0, len] = t.span(c, steps);

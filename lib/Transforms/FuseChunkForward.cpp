@@ -192,7 +192,7 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
               b, tiles.index(0), chunks, tiles.index(1), init,
               [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
-                ChunkTiles chunk(cb, element, tiles.chunk, tiles.batchFirst);
+                ChunkTiles chunk(cb, tiles);
                 Value s = carried[0];
                 auto [t0, len] = chunk.span(c, steps);
                 StateTile held(s, /*transposed=*/true);

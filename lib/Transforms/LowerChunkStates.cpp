@@ -1,7 +1,9 @@
 //===- LowerChunkStates.cpp - fwp.chunk_states to linalg on tensors -------===//
 //
-// One point of an scf.forall over (batch, head) per sequence, and in it the
-// chunks in order (scf.for), the state S (d_v x D) an iter_arg:
+// One point of an scf.forall over (batch, head, value block) per sequence,
+// and in it the chunks in order (scf.for), the block's rows of the state S
+// (d_v x D) an iter_arg (a block of the values and the same rows of S are
+// all that a block's U and S need):
 //
 //   h[c] = S;   U = values - Wt S^T (values without wt);   S = S + U^T K
 //
@@ -47,57 +49,63 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
     ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
     int64_t features = op.getK().getType().getDimSize(3);
     int64_t values = op.getValues().getType().getDimSize(3);
+    int64_t block = valueBlockWidth(op, values);
     Value steps = tiles.stepDim(op.getK(), 0);
     Value chunks = tiles.numChunks(steps);
     SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
                                  tiles.stepDim(op.getK(), 2)};
     Value batch = bounds[0], heads = bounds[1];
+    if (block < values)
+      bounds.push_back(tiles.index(values / block));
 
     Value outputs[] = {tiles.emptyState(op.getH(), {batch, heads, chunks}),
                        tiles.emptyLike(op.getValues()),
                        tiles.emptyState(op.getFinalState(), {batch, heads})};
 
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    OpFoldResult valuesSize = b.getIndexAttr(values),
+    OpFoldResult blockSize = b.getIndexAttr(block),
                  featuresSize = b.getIndexAttr(features);
     auto forall = buildForall(
         b, "chunk_states", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
+          OpFoldResult v0 = zero;
+          if (block < values)
+            v0 = arith::MulIOp::create(b, point[2], tiles.index(block))
+                     .getResult();
+          ValueBlock columns{v0, block};
           ChunkTiles::View starts =
-              tiles.headStates(outs[0], bi, h, chunks, values, features);
+              tiles.headStates(outs[0], bi, h, chunks, block, features, v0);
           ChunkTiles::View headRows =
-              tiles.headRows(outs[1], bi, h, steps, values);
+              tiles.headRows(outs[1], bi, h, steps, block, v0);
           ChunkTiles::Slice finalSlice =
-              tiles.perHead(bi, h, {valuesSize, featuresSize});
+              tiles.perHead(bi, h, {blockSize, featuresSize}, {v0});
           Value state =
-              tiles.startState(op.getInitial(), finalSlice, values, features);
+              tiles.startState(op.getInitial(), finalSlice, block, features);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),
               ValueRange{state, starts.tile, headRows.tile},
               [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
-                ChunkTiles chunkTiles(cb, element, tiles.chunk,
-                                      tiles.batchFirst);
+                ChunkTiles chunkTiles(cb, tiles);
                 Value s = carried[0];
                 Value starts = chunkTiles.place(
                     s, carried[1],
                     chunkTiles.region({c, zero, zero},
-                                      {one, cb.getIndexAttr(values),
-                                       cb.getIndexAttr(features)}));
+                                      {one, blockSize, featuresSize}));
                 auto [t0, len] = chunkTiles.span(c, steps);
                 Value keys = chunkTiles.loadRows(op.getK(), bi, h, t0, len);
                 Value wt;
                 if (op.getWt())
                   wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
-                Value u = chunkWrites(
-                    chunkTiles,
-                    chunkTiles.loadRows(op.getValues(), bi, h, t0, len), wt, s);
+                Value u = chunkWrites(chunkTiles,
+                                      chunkTiles.loadRows(op.getValues(), bi, h,
+                                                          t0, len, columns),
+                                      wt, s);
                 Value rows = chunkTiles.place(
                     chunkTiles.firstRows(u, len), carried[2],
-                    chunkTiles.region({t0, zero},
-                                      {len, cb.getIndexAttr(values)}));
+                    chunkTiles.region({t0, zero}, {len, blockSize}));
                 Value next = chunkNextState(chunkTiles, u, keys, s);
                 scf::YieldOp::create(cb, ValueRange{next, starts, rows});
               });

@@ -1,7 +1,8 @@
 //===- LowerChunkStatesGrad.cpp - fwp.chunk_states_grad to linalg ---------===//
 //
-// One point of an scf.forall over (batch, head) per sequence, and in it the
-// chunks last to first (scf.for), the state's gradient dS an iter_arg:
+// One point of an scf.forall over (batch, head, value block) per sequence,
+// and in it the chunks last to first (scf.for), the block's rows of the
+// state's gradient dS an iter_arg (they need only the block's columns of dY):
 //
 //   dh[c] = dS;   dU = tril(Q K^T)^T dY + K dS^T;
 //   dS = dS + dY^T Q - dU^T Wt       (no dU^T Wt without wt)
@@ -51,6 +52,7 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
     ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
     int64_t features = kType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getDy().getType()).getDimSize(3);
+    int64_t block = valueBlockWidth(op, values);
     Value steps = tiles.stepDim(op.getK(), 0);
     Value chunks = tiles.numChunks(steps);
     SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
@@ -59,45 +61,52 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
         tiles.emptyLike(op.getDy()),
         tiles.emptyState(op.getDh(), {bounds[0], bounds[1], chunks}),
         tiles.emptyState(op.getDInitial(), bounds)};
+    if (block < values)
+      bounds.push_back(tiles.index(values / block));
 
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    OpFoldResult valuesSize = b.getIndexAttr(values),
+    OpFoldResult blockSize = b.getIndexAttr(block),
                  featuresSize = b.getIndexAttr(features);
     auto forall = buildForall(
         b, "chunk_states_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
+          OpFoldResult v0 = zero;
+          if (block < values)
+            v0 = arith::MulIOp::create(b, point[2], tiles.index(block))
+                     .getResult();
+          ValueBlock columns{v0, block};
           ChunkTiles::View grads =
-              tiles.headStates(outs[1], bi, h, chunks, values, features);
+              tiles.headStates(outs[1], bi, h, chunks, block, features, v0);
           ChunkTiles::View headRows =
-              tiles.headRows(outs[0], bi, h, steps, values);
+              tiles.headRows(outs[0], bi, h, steps, block, v0);
           ChunkTiles::Slice stateSlice =
-              tiles.perHead(bi, h, {valuesSize, featuresSize});
+              tiles.perHead(bi, h, {blockSize, featuresSize}, {v0});
           Value stateGrad =
-              tiles.startState(op.getDFinal(), stateSlice, values, features);
+              tiles.startState(op.getDFinal(), stateSlice, block, features);
 
           auto loop = scf::ForOp::create(
               b, tiles.index(0), chunks, tiles.index(1),
               ValueRange{stateGrad, grads.tile, headRows.tile},
               [&](OpBuilder &nb, Location loc, Value i, ValueRange carried) {
                 ImplicitLocOpBuilder cb(loc, nb);
-                ChunkTiles t(cb, element, tiles.chunk, tiles.batchFirst);
+                ChunkTiles t(cb, tiles);
                 Value c = t.fromLast(i, chunks);
                 Value ds = carried[0];
                 Value grads = t.place(
                     ds, carried[1],
-                    t.region({c, zero, zero}, {one, valuesSize, featuresSize}));
+                    t.region({c, zero, zero}, {one, blockSize, featuresSize}));
                 auto [t0, len] = t.span(c, steps);
                 Value queries = t.loadRows(op.getQ(), bi, h, t0, len);
                 Value keys = t.loadRows(op.getK(), bi, h, t0, len);
-                Value dy = t.loadRows(op.getDy(), bi, h, t0, len);
+                Value dy = t.loadRows(op.getDy(), bi, h, t0, len, columns);
                 Value du = chunkWritesGrad(t, queries, keys, dy, ds);
                 Value wt;
                 if (op.getWt())
                   wt = t.loadRows(op.getWt(), bi, h, t0, len);
                 Value next = chunkStartGrad(t, queries, dy, du, wt, ds);
                 Value rows = t.place(t.firstRows(du, len), carried[2],
-                                     t.region({t0, zero}, {len, valuesSize}));
+                                     t.region({t0, zero}, {len, blockSize}));
                 scf::YieldOp::create(cb, ValueRange{next, grads, rows});
               });
           return SmallVector<ParallelStore>{

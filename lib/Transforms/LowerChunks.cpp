@@ -9,6 +9,7 @@
 
 #include "ChunkLowering.h"
 
+#include "fwp/Transforms/KernelConfig.h"
 #include "fwp/Transforms/Kernels.h"
 #include "fwp/Transforms/Passes.h"
 
@@ -106,7 +107,7 @@ Value ChunkTiles::emptyState(Value result, ArrayRef<Value> leading) {
 }
 
 ChunkTiles::Slice ChunkTiles::rowsSlice(Value bi, Value h, Value t0, Value len,
-                                        int64_t width) {
+                                        int64_t width, OpFoldResult col0) {
   OpFoldResult one = b.getIndexAttr(1);
   Slice slice;
   if (batchFirst) {
@@ -117,7 +118,7 @@ ChunkTiles::Slice ChunkTiles::rowsSlice(Value bi, Value h, Value t0, Value len,
     slice.sizes = {len, one, one};
   }
   if (width > 0) {
-    slice.offsets.push_back(b.getIndexAttr(0));
+    slice.offsets.push_back(col0 ? col0 : b.getIndexAttr(0));
     slice.sizes.push_back(b.getIndexAttr(width));
   }
   slice.strides.assign(slice.offsets.size(), one);
@@ -134,10 +135,12 @@ ChunkTiles::Slice ChunkTiles::region(ArrayRef<OpFoldResult> offsets,
 }
 
 ChunkTiles::Slice ChunkTiles::perHead(Value bi, Value h,
-                                      ArrayRef<OpFoldResult> sizes) {
+                                      ArrayRef<OpFoldResult> sizes,
+                                      ArrayRef<OpFoldResult> trailing) {
   OpFoldResult one = b.getIndexAttr(1);
   SmallVector<OpFoldResult> offsets = {bi, h}, all = {one, one};
-  offsets.append(sizes.size(), b.getIndexAttr(0));
+  llvm::append_range(offsets, trailing);
+  offsets.append(sizes.size() - trailing.size(), b.getIndexAttr(0));
   all.append(sizes.begin(), sizes.end());
   return region(offsets, all);
 }
@@ -159,8 +162,9 @@ Value ChunkTiles::chunkState(Value states, Value bi, Value h, Value c,
 }
 
 ChunkTiles::View ChunkTiles::headRows(Value perStep, Value bi, Value h,
-                                      Value steps, int64_t width) {
-  Slice slice = rowsSlice(bi, h, index(0), steps, width);
+                                      Value steps, int64_t width,
+                                      OpFoldResult col0) {
+  Slice slice = rowsSlice(bi, h, index(0), steps, width, col0);
   SmallVector<int64_t> shape = {ShapedType::kDynamic};
   if (width > 0)
     shape.push_back(width);
@@ -169,9 +173,12 @@ ChunkTiles::View ChunkTiles::headRows(Value perStep, Value bi, Value h,
 
 ChunkTiles::View ChunkTiles::headStates(Value states, Value bi, Value h,
                                         Value chunks, int64_t rows,
-                                        int64_t cols) {
-  Slice slice =
-      perHead(bi, h, {chunks, b.getIndexAttr(rows), b.getIndexAttr(cols)});
+                                        int64_t cols, OpFoldResult row0) {
+  SmallVector<OpFoldResult> offsets;
+  if (row0)
+    offsets = {b.getIndexAttr(0), row0};
+  Slice slice = perHead(
+      bi, h, {chunks, b.getIndexAttr(rows), b.getIndexAttr(cols)}, offsets);
   return {slice, extract(states, {ShapedType::kDynamic, rows, cols}, slice)};
 }
 
@@ -222,17 +229,19 @@ Value ChunkTiles::copy(Value source) {
 }
 
 Value ChunkTiles::loadRows(Value perStep, Value bi, Value h, Value t0,
-                           Value len) {
+                           Value len, std::optional<ValueBlock> block) {
   auto type = cast<RankedTensorType>(perStep.getType());
   if (DpfpOp map = fusedFeatureMap(perStep)) {
+    assert(!block && "features are read whole");
     // A zero row maps to zero: rows past len stay zero.
     Value rows = loadRows(map.getInput(), bi, h, t0, len);
     auto features = RankedTensorType::get({chunk, type.getDimSize(3)}, element);
     return DpfpOp::create(b, features, rows, map.getNuAttr(), map.getEpsAttr());
   }
   bool hasWidth = type.getRank() == 4;
-  int64_t width = hasWidth ? type.getDimSize(3) : 0;
-  Slice slice = rowsSlice(bi, h, t0, len, width);
+  int64_t width = block ? block->width : hasWidth ? type.getDimSize(3) : 0;
+  Slice slice =
+      rowsSlice(bi, h, t0, len, width, block ? block->offset : nullptr);
   SmallVector<int64_t> rowsShape = {ShapedType::kDynamic};
   SmallVector<int64_t> tileShape = {chunk};
   if (hasWidth) {
@@ -344,9 +353,15 @@ Value ChunkTiles::rowDots(Value lhs, Value rhs, Value acc, bool subtract) {
 }
 
 ParallelStore storeRows(ChunkTiles &tiles, Value tile, Value out, Value bi,
-                        Value h, Value t0, Value len, int64_t width) {
-  ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, width);
+                        Value h, Value t0, Value len, int64_t width,
+                        OpFoldResult col0) {
+  ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, width, col0);
   return {tiles.copyTo(tiles.firstRows(tile, len), out, rows), out, rows};
+}
+
+int64_t valueBlockWidth(Operation *op, int64_t values) {
+  int64_t block = kernelConfigOf(op, KernelTarget::Cpu).getValueBlock();
+  return block > 0 && block < values && values % block == 0 ? block : values;
 }
 
 scf::ForallOp buildForall(

@@ -56,6 +56,47 @@ func.func @states(%k: tensor<40x2x4x32xf32>, %ut: tensor<40x2x4x8xf32>,
 
 // -----
 
+// On the GPU, 64 values split into the configuration's value blocks of 32:
+// an instance per (batch, head, block) carries its block's 32 rows of the
+// state, and reads and writes its block's columns of the values.
+// GPU-LABEL: func @states_in_value_blocks
+// GPU: %[[BATCH:.*]] = tensor.dim %{{.*}}, %c1
+// GPU: %[[HEADS:.*]] = tensor.dim %{{.*}}, %c2
+// GPU: %[[BLOCKS:.*]] = arith.constant 2 : index
+// GPU: scf.forall (%[[B:.*]], %[[H:.*]], %[[BLOCK:.*]]) in (%[[BATCH]], %[[HEADS]], %[[BLOCKS]])
+// GPU: %[[V0:.*]] = arith.muli %[[BLOCK]], %c32
+// GPU: tensor.extract_slice %{{.*}}[%[[B]], %[[H]], 0, %[[V0]], 0] [1, 1, %{{.*}}, 32, 32]
+// GPU: tensor.extract_slice %{{.*}}[%{{.*}}, %[[B]], %[[H]], %[[V0]]] [%{{.*}}, 1, 1, 32]
+// GPU: scf.for {{.*}} -> (tensor<32x32xf32>, tensor<?x32x32xf32>, tensor<?x32xf32>)
+// GPU: {fwp.kernel = "chunk_states", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+// GPU-LABEL: func @states_grad_in_value_blocks
+// GPU: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in
+// GPU: scf.for {{.*}} -> (tensor<32x32xf32>, tensor<?x32x32xf32>, tensor<?x32xf32>)
+// GPU: {fwp.kernel = "chunk_states_grad", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+func.func @states_in_value_blocks(%k: tensor<40x2x4x32xf32>,
+                                  %ut: tensor<40x2x4x64xf32>,
+                                  %wt: tensor<40x2x4x32xf32>)
+    -> (tensor<2x4x3x64x32xf32>, tensor<40x2x4x64xf32>, tensor<2x4x64x32xf32>) {
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x64xf32>
+      -> tensor<2x4x3x64x32xf32>, tensor<40x2x4x64xf32>, tensor<2x4x64x32xf32>
+  return %h, %u, %final
+      : tensor<2x4x3x64x32xf32>, tensor<40x2x4x64xf32>, tensor<2x4x64x32xf32>
+}
+func.func @states_grad_in_value_blocks(%q: tensor<40x2x4x32xf32>,
+                                       %k: tensor<40x2x4x32xf32>,
+                                       %dy: tensor<40x2x4x64xf32>)
+    -> (tensor<40x2x4x64xf32>, tensor<2x4x3x64x32xf32>, tensor<2x4x64x32xf32>) {
+  %du, %dh, %d0 = fwp.chunk_states_grad %q, %k, %dy chunk_size = 16
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x64xf32>
+      -> tensor<40x2x4x64xf32>, tensor<2x4x3x64x32xf32>, tensor<2x4x64x32xf32>
+  return %du, %dh, %d0
+      : tensor<40x2x4x64xf32>, tensor<2x4x3x64x32xf32>, tensor<2x4x64x32xf32>
+}
+
+// -----
+
 // Features that fwp.dpfp makes for chunk operations alone: each kernel
 // maps its chunk's rows of the map's input, the sizes come from that input,
 // and the features are never made whole.
