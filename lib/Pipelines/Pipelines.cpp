@@ -67,19 +67,15 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFwpConfigureKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
   pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
-  bool tileScan = kernels.target == KernelTarget::GpuOnHost;
+  // The scan as its chunk stages, each a kernel of its own; on the CPU the
+  // forward's and the backward's fused into one kernel per (batch, head)
+  // that keeps the chunk's work in cache.
   bool fuse = kernels.target == KernelTarget::Cpu;
-  if (tileScan) {
-    pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
-  } else {
-    pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
-    pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-        {/*fuseForward=*/fuse, /*fuseBackward=*/fuse, /*mapKernels=*/true}));
-  }
+  pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
+  pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
+      {/*fuseForward=*/fuse, /*fuseBackward=*/fuse, /*mapKernels=*/true}));
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());
-  if (tileScan)
-    pm.addNestedPass<func::FuncOp>(createFwpTileScan());
 
   // A result the caller gives a buffer for (the CPU's entry points write
   // into their outputs) is computed in that buffer: no workspace for y or
@@ -97,10 +93,9 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
 
 void buildFwpToCpuPipeline(OpPassManager &pm,
                            const CpuPipelineOptions &options) {
-  // The scan's chunk operations, the forward and the backward each fused
-  // into one kernel per (batch, head) that keeps the chunk's work in cache.
-  // With gpu-tiling the scan takes the GPU's kernels instead, its local
-  // state tiles on each instance's stack.
+  // With gpu-tiling the scan takes the GPU's kernels instead (unfused
+  // stages, value blocks, whole triangular products), their tiles on each
+  // instance's stack.
   FwpConfigureKernelsOptions kernels;
   kernels.target =
       options.gpuTiling ? KernelTarget::GpuOnHost : KernelTarget::Cpu;
