@@ -29,6 +29,7 @@ OPS = {
     "rems": lambda a, b: a - int(a / b) * b,
     "remu": lambda a, b: a % b,
     "ceildiv": lambda a, b: -(-a // b),
+    "ceildivu": lambda a, b: -(-a // b),
     "floordiv": lambda a, b: a // b,
     "mins": min,
     "maxs": max,

@@ -8,7 +8,9 @@
 // the block's shared memory (a workgroup memref.alloca, which
 // fwp-kernels-to-gpu makes a module-level buffer); past them, as the
 // instance's slice of a scratch buffer in global memory, allocated before
-// the launch with a slice per instance.
+// the launch with a slice per instance. A kernel with scratch runs at most
+// the configuration's `scratch_slots` instances, each taking the original
+// instances in turn, so that its scratch does not grow with the problem.
 //
 // Two things bufferization leaves are cleared first, so that the tiles'
 // only users read and write them: loops that carry a tile only to yield it
@@ -24,6 +26,8 @@
 #include "fwp/Transforms/KernelConfig.h"
 #include "fwp/Transforms/Kernels.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -156,6 +160,43 @@ void placeInScratch(RewriterBase &rewriter, scf::ForallOp kernel,
   replaceTile(rewriter, alloc, slice);
 }
 
+/// `kernel` (normalized, without shared outputs) as at most `slots`
+/// instances on a 1-d grid, instance s taking the original instances s,
+/// s + slots, ... (in row-major order) in turn: the new kernel.
+scf::ForallOp dealOutToSlots(RewriterBase &rewriter, scf::ForallOp kernel,
+                             int64_t slots) {
+  Location loc = kernel.getLoc();
+  rewriter.setInsertionPoint(kernel);
+  SmallVector<OpFoldResult> grid = kernel.getMixedUpperBound();
+  SmallVector<Value> sizes =
+      getValueOrCreateConstantIndexOp(rewriter, loc, grid);
+  Value total = sizes.front();
+  for (Value size : ArrayRef(sizes).drop_front())
+    total = arith::MulIOp::create(rewriter, loc, total, size);
+  // A grid-stride loop: each instance steps by the grid's size, which a
+  // launch may lower further without losing a point.
+  Value instances = arith::MinSIOp::create(
+      rewriter, loc, total,
+      arith::ConstantIndexOp::create(rewriter, loc, slots));
+  auto dealt = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{instances}, ValueRange{},
+      blockMapping(rewriter.getContext(), 1));
+  dealt->setAttr(kKernelAttrName, kernel->getAttr(kKernelAttrName));
+
+  rewriter.setInsertionPoint(dealt.getTerminator());
+  auto items = scf::ForOp::create(rewriter, loc, dealt.getInductionVars()[0],
+                                  total, instances);
+  rewriter.setInsertionPointToStart(items.getBody());
+  auto point = affine::AffineDelinearizeIndexOp::create(
+      rewriter, loc, items.getInductionVar(), grid);
+  Block *body = kernel.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, items.getBody()->getTerminator(),
+                             point.getResults());
+  rewriter.eraseOp(kernel);
+  return dealt;
+}
+
 struct GpuTilesPass : impl::FwpGpuTilesBase<GpuTilesPass> {
   using FwpGpuTilesBase::FwpGpuTilesBase;
 
@@ -183,13 +224,24 @@ struct GpuTilesPass : impl::FwpGpuTilesBase<GpuTilesPass> {
       return bytesOf(a.getType()) < bytesOf(b.getType());
     });
     int64_t shared = 0;
+    SmallVector<memref::AllocOp> inShared, inScratch;
     for (memref::AllocOp alloc : tiles) {
       shared += bytesOf(alloc.getType());
-      if (shared <= config.getLocalBytes())
-        placeInSharedMemory(rewriter, kernel, alloc);
-      else
-        placeInScratch(rewriter, kernel, alloc);
+      (shared <= config.getLocalBytes() ? inShared : inScratch)
+          .push_back(alloc);
     }
+    // Scratch for every instance would grow with the problem: the
+    // configuration's slots bound it.
+    if (!inScratch.empty() && config.getScratchSlots() > 0) {
+      if (!kernel.getOutputs().empty())
+        return kernel.emitOpError("fwp-gpu-tiles: a kernel with shared "
+                                  "outputs cannot take scratch slots");
+      kernel = dealOutToSlots(rewriter, kernel, config.getScratchSlots());
+    }
+    for (memref::AllocOp alloc : inShared)
+      placeInSharedMemory(rewriter, kernel, alloc);
+    for (memref::AllocOp alloc : inScratch)
+      placeInScratch(rewriter, kernel, alloc);
     WalkResult left = kernel.getBody()->walk([](memref::AllocOp alloc) {
       alloc.emitOpError("fwp-gpu-tiles: a GPU kernel cannot allocate this "
                         "tile (dynamic, carried by a loop, or leaving its "

@@ -294,6 +294,19 @@ std::optional<int64_t> upperLimit(Value value, IndexEvaluator &evaluator) {
       return std::min(*lhs, *rhs);
     return lhs ? lhs : rhs;
   }
+  if (isa_and_present<arith::MinUIOp>(op)) {
+    // Unsigned, the minimum is at most either operand: where one has a
+    // non-negative limit, the result lies in [0, limit].
+    std::optional<int64_t> lhs = upperLimit(op->getOperand(0), evaluator);
+    std::optional<int64_t> rhs = upperLimit(op->getOperand(1), evaluator);
+    if (lhs && *lhs < 0)
+      lhs.reset();
+    if (rhs && *rhs < 0)
+      rhs.reset();
+    if (lhs && rhs)
+      return std::min(*lhs, *rhs);
+    return lhs ? lhs : rhs;
+  }
   if (isa_and_present<arith::MulIOp>(op)) {
     // x <= limit and c >= 0 give x * c <= limit * c.
     for (unsigned i = 0; i < 2; ++i) {

@@ -206,9 +206,15 @@ ParallelStore storeRows(ChunkTiles &tiles, mlir::Value tile, mlir::Value out,
                         mlir::OpFoldResult col0 = nullptr);
 
 /// The width of the value blocks that `op`'s kernel splits `values` columns
-/// into: its kernel configuration's value block where that divides them,
-/// else all of them (one block).
-int64_t valueBlockWidth(mlir::Operation *op, int64_t values);
+/// into, for a state of `features` columns: its kernel configuration's value
+/// block, halved while a block's state would be over kMaxBlockStateFloats,
+/// where that divides them; else all of them (one block).
+int64_t valueBlockWidth(mlir::Operation *op, int64_t values, int64_t features);
+
+/// The most floats of a value block's state (16 KiB in f32, a 32 x 128
+/// block): wider, the state passes' products (the block's rows of dY^T Q
+/// and dU^T W~ accumulate in registers) spill on the GPU.
+constexpr int64_t kMaxBlockStateFloats = 32 * 128;
 
 /// Kernel `kernel`: an scf.forall over [0, bounds) tagged `fwp.kernel`, with
 /// `outputs` as shared_outs: `body` builds one point's work (given its

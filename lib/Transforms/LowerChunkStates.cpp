@@ -49,7 +49,7 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
     ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
     int64_t features = op.getK().getType().getDimSize(3);
     int64_t values = op.getValues().getType().getDimSize(3);
-    int64_t block = valueBlockWidth(op, values);
+    int64_t block = valueBlockWidth(op, values, features);
     Value steps = tiles.stepDim(op.getK(), 0);
     Value chunks = tiles.numChunks(steps);
     SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),

@@ -52,7 +52,7 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
     ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
     int64_t features = kType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getDy().getType()).getDimSize(3);
-    int64_t block = valueBlockWidth(op, values);
+    int64_t block = valueBlockWidth(op, values, features);
     Value steps = tiles.stepDim(op.getK(), 0);
     Value chunks = tiles.numChunks(steps);
     SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),

@@ -359,8 +359,10 @@ ParallelStore storeRows(ChunkTiles &tiles, Value tile, Value out, Value bi,
   return {tiles.copyTo(tiles.firstRows(tile, len), out, rows), out, rows};
 }
 
-int64_t valueBlockWidth(Operation *op, int64_t values) {
+int64_t valueBlockWidth(Operation *op, int64_t values, int64_t features) {
   int64_t block = kernelConfigOf(op, KernelTarget::Cpu).getValueBlock();
+  while (block > 8 && block * features > kMaxBlockStateFloats)
+    block /= 2;
   return block > 0 && block < values && values % block == 0 ? block : values;
 }
 

@@ -252,14 +252,19 @@ def FwpGpuTiles : Pass<"fwp-gpu-tiles", "::mlir::func::FuncOp"> {
     with one slice per instance. Before that, the kernel's `scf.for` loops
     drop the tiles they only carry (scf.for's canonicalization), and copies
     of a region onto itself, which bufferization leaves where a tile is
-    written in place, are erased. A tile that cannot be placed (dynamic,
+    written in place, are erased. A kernel with scratch runs at most the
+    configuration's `scratch_slots` instances on a 1-d grid, each taking the
+    original grid's points in turn (a grid-stride `scf.for` from its slot,
+    stepping by the grid's size, and `affine.delinearize_index`), its
+    scratch a slice per slot. A tile that cannot be placed (dynamic,
     carried by a loop, leaving its block) is an error: a GPU kernel cannot
     allocate.
 
     Why: a thread block's threads share each tile's work, and a kernel
     cannot allocate memory.
 
-    Example (configuration with `local_bytes = 1024`):
+    Example (configuration with `local_bytes = 1024`, `scratch_slots =
+    512`):
 
     ```mlir
     scf.forall (%b, %c) in (%nb, %nc) {
@@ -272,16 +277,23 @@ def FwpGpuTiles : Pass<"fwp-gpu-tiles", "::mlir::func::FuncOp"> {
     becomes
 
     ```mlir
-    %scratch = memref.alloc(%nb, %nc) : memref<?x?x64x64xf32>
-    scf.forall (%b, %c) in (%nb, %nc) {
-      %gram = memref.subview %scratch[%b, %c, 0, 0] [1, 1, 64, 64] [1, 1, 1, 1]
-          : memref<?x?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+    %points = arith.muli %nb, %nc : index
+    %slots = arith.minsi %points, %c512 : index
+    %scratch = memref.alloc(%slots) : memref<?x64x64xf32>
+    scf.forall (%s) in (%slots) {
+      %gram = memref.subview %scratch[%s, 0, 0] [1, 64, 64] [1, 1, 1]
+          : memref<?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
       %rows = memref.alloca() : memref<64xf32, #gpu.address_space<workgroup>>
-      ...
-    } {fwp.kernel = "k", mapping = [#gpu.block<x>, #gpu.block<y>]}
+      scf.for %item = %s to %points step %slots {
+        %b, %c = affine.delinearize_index %item into (%nb, %nc) : index, index
+        ...
+      }
+    } {fwp.kernel = "k", mapping = [#gpu.block<x>]}
     ```
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect"];
 }
 
 def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors", "::mlir::func::FuncOp"> {
