@@ -10,7 +10,7 @@
 //   ... -fwp-lower-chunks                                      # linalg
 //   fwp-opt examples/scan.mlir \
 //     -fwp-configure-kernels="target=gpu chunk-size=16" \
-//     -fwp-scan-to-chunks -fwp-lower-chunks    # the GPU's stage kernels
+//     -fwp-fuse-dpfp -fwp-tile-scan              # the GPU's tile-level kernels
 
 func.func @delta_scan(%q: tensor<64x1x4x16xf32>, %k: tensor<64x1x4x16xf32>,
                       %v: tensor<64x1x4x16xf32>, %beta: tensor<64x1x4xf32>)

@@ -1,7 +1,6 @@
 //===- KernelsToGPU.cpp - fwp kernels onto GPU blocks and threads ---------===//
 //
-// fwp-lower-chunks and fwp-dense-to-tiles leave each kernel as an
-// scf.forall over its instances,
+// fwp-tile-scan leaves each kernel as an scf.forall over its instances,
 // mapped to [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>], whose
 // scf.parallel loops are the work a block shares.
 //

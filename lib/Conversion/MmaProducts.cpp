@@ -86,8 +86,8 @@ int64_t warpTileCols(int64_t cols) {
 }
 
 /// Whether `op` starts from zero: the last operation with memory effects
-/// before it fills its whole output with zeros (a product that does not
-/// accumulate). The warp tiles write every element of the output, so the fill
+/// before it fills its whole output with zeros (TileBuilder::product without
+/// accumulating). The warp tiles write every element of the output, so the fill
 /// can go and the accumulators start as zeros in registers: no pass of the
 /// block's threads over the output, no barrier, no reads of the zeros.
 linalg::FillOp zeroFillBefore(linalg::MatmulOp op) {

@@ -61,8 +61,8 @@ bool fitsTensorCores(linalg::MatmulOp op);
 /// Columns of a warp tile for a product `cols` wide: 32, or fewer where 32
 /// does not divide it.
 int64_t warpTileCols(int64_t cols);
-/// Whether `op` starts from zero (a product that does not accumulate): the
-/// fill before it, or null.
+/// Whether `op` starts from zero (TileBuilder::product without
+/// accumulating): the fill before it, or null.
 linalg::FillOp zeroFillBefore(linalg::MatmulOp op);
 /// Splits `op` into products on column pieces of its output narrow enough
 /// that no warp keeps more than kMaxTilesPerWarp tiles.

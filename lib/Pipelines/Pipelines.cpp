@@ -67,15 +67,18 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFwpConfigureKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
   pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
-  // The scan as its chunk stages, each a kernel of its own; on the CPU the
-  // forward's and the backward's fused into one kernel per (batch, head)
-  // that keeps the chunk's work in cache.
-  bool fuse = kernels.target == KernelTarget::Cpu;
-  pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
-  pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-      {/*fuseForward=*/fuse, /*fuseBackward=*/fuse, /*mapKernels=*/true}));
+  bool tileScan = kernels.target != KernelTarget::Cpu;
+  if (tileScan) {
+    pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
+  } else {
+    pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
+    pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
+        {/*fuseForward=*/true, /*fuseBackward=*/true, /*mapKernels=*/true}));
+  }
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());
+  if (tileScan)
+    pm.addNestedPass<func::FuncOp>(createFwpTileScan());
 
   // A result the caller gives a buffer for (the CPU's entry points write
   // into their outputs) is computed in that buffer: no workspace for y or
@@ -93,9 +96,10 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
 
 void buildFwpToCpuPipeline(OpPassManager &pm,
                            const CpuPipelineOptions &options) {
-  // With gpu-tiling the scan takes the GPU's kernels instead (unfused
-  // stages, value blocks, whole triangular products), their tiles on each
-  // instance's stack.
+  // The scan's chunk operations, the forward and the backward each fused
+  // into one kernel per (batch, head) that keeps the chunk's work in cache.
+  // With gpu-tiling the scan takes the GPU's kernels instead, its local
+  // state tiles on each instance's stack.
   FwpConfigureKernelsOptions kernels;
   kernels.target =
       options.gpuTiling ? KernelTarget::GpuOnHost : KernelTarget::Cpu;
@@ -154,8 +158,6 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   kernels.blockSize = options.blockSize;
   kernels.products = options.f32Products;
   buildFwpToLoopsPipeline(pm, kernels);
-  // The stage kernels' tiles in shared memory and global scratch.
-  pm.addNestedPass<func::FuncOp>(createFwpGpuTiles());
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's

@@ -1,8 +1,7 @@
 //===- LowerDpfp.cpp - fwp.dpfp not fused into a scan, as linalg ----------===//
 //
-// A map that chunk operations alone read is made inside their kernels (a
-// chunk's rows, fwp-lower-chunks); a map used anywhere else is lowered here, in
-// three linalg.generic ops over
+// fwp-fuse-dpfp folds the DPFP maps of a scan's q and k into the scan; a map
+// used anywhere else is lowered here, in three linalg.generic ops over
 // [..., D]: the products phi (each gathering its two inputs with
 // tensor.extract), their sum per vector, and phi / (sum + eps). A map inside
 // a kernel (a chunk's rows, fused there by fwp-lower-chunks) takes its

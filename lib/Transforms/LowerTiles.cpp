@@ -1,10 +1,9 @@
 //===- LowerTiles.cpp - The tile level's operations as loops --------------===//
 //
-// The reference lowering of the kernels' tile operations (linalg on
-// static-shape views), shared by both backends: a product keeps its dot
-// products in registers (one scf.for with an accumulator per output element)
-// and touches the output once; every other tile operation becomes the
-// scf.parallel loop upstream linalg makes.
+// The reference lowering of TileBuilder.h's operations, shared by both
+// backends: a product keeps its dot products in registers (one scf.for with
+// an accumulator per output element) and touches the output once; every
+// other tile operation becomes the scf.parallel loop upstream linalg makes.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,20 +7,19 @@
 
 // CHECK: fwp-plan 1
 // CHECK-NEXT: index-bits 32
-// CHECK-NEXT: module chunk_states
-// CHECK-NEXT: module chunk_output
+// CHECK-NEXT: module scan_prepare
+// CHECK-NEXT: module scan_state
 // CHECK-NEXT: arg arg0 f32 ? 2 4 8
 // CHECK: value [[T:v[0-9]+]] dim(arg{{[01]}}, 0)
-// CHECK: value [[N:v[0-9]+]] (ceildivu [[T]] {{16|64}})
-// CHECK: alloc [[H:b[0-9]+]] f32 2 4 [[N]] 8 16
-// CHECK: launch chunk_states chunk_states 2 4 1 {{64|128}} 1 1 0 memref arg0 memref [[H]]
-// CHECK: alloc [[Y:b[0-9]+]] f32 {{v[0-9]+}} 2 4 8
-// CHECK: launch chunk_output chunk_output 2 4 [[N]] {{64|128}} 1 1 0 {{.*}} memref [[Y]]
+// CHECK: alloc [[Y:b[0-9]+]] f32 [[T]] 2 4 8
+// CHECK: value [[N:v[0-9]+]] (ceildiv [[T]] {{16|64}})
+// CHECK: launch scan_prepare scan_prepare 2 4 [[N]] {{64|128}} 1 1 0
+// CHECK: launch scan_state scan_state 2 4 1 {{64|128}} 1 1 0
 // CHECK: result [[Y]]
 
-// FILES: chunk_output.ptx
-// FILES: chunk_states.ptx
 // FILES: plan.fwp
+// FILES: scan_prepare.ptx
+// FILES: scan_state.ptx
 
 func.func @scan(%q: tensor<?x2x4x8xf32>, %v: tensor<?x2x4x8xf32>)
     -> tensor<?x2x4x8xf32> {

@@ -2,8 +2,8 @@
 //
 // One fwp.scan and one fwp.scan_grad, JIT-compiled alone through fwp-to-cpu
 // (lib/JIT/ScanKernelForTesting.h), against fwp::ref::scan and
-// fwp::ref::scanBackward in float64. This checks the chunk stages' kernels
-// (lib/Transforms/LowerChunk*.cpp, FuseChunk*.cpp) directly, without the
+// fwp::ref::scanBackward in float64. This checks the chunked kernels of
+// lib/Transforms/ScanForward.cpp and ScanBackward.cpp directly, without the
 // projections and the output layer of the module around them.
 //
 // Relative error, per output: max_i |g_i - gref_i| / max_i |gref_i|. Bounds:

@@ -641,8 +641,8 @@ TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
   fs::path cudaDir = dump / "cuda" / "forward";
   std::vector<std::string> cuda = listDir(cudaDir);
   EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "plan.fwp"));
-  EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "chunk_states.ptx"));
-  EXPECT_NE(readText(cudaDir / "chunk_states.ptx").find(".target sm_90"),
+  EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), "scan_state.ptx"));
+  EXPECT_NE(readText(cudaDir / "scan_state.ptx").find(".target sm_90"),
             std::string::npos);
   expectRefused(
       args("--heads 2 --backend reference --dump-ir " + quote(dump.string())),

@@ -235,12 +235,15 @@ std::string expectMatchesReference(const fwp::jit::CompiledAttention &kernel,
 ///   (two whole tiles of 64 and 5 more); d_model 64 (two column tiles of
 ///   32) and 48 (tiles 16 wide); the gate's 4 or 6 outputs (tiles of 4 and
 ///   2 rows of dW_beta).
-/// - the scan's chunk stages unfused (chunk_wy, chunk_states, chunk_output,
-///   chunk_states_grad, chunk_qk_grad, chunk_wy_grad), each a kernel, with
-///   the GPU's value blocks of 32 (d_v = 64: two blocks of the state's rows
-///   in chunk_states and chunk_states_grad) and whole triangular products,
-///   their tiles on the stack (in shared memory and scratch on the GPU);
-///   chunks of 16, 32, 48 and 64, both rules.
+/// - the scan's unfused kernels (scan_prepare, scan_state, scan_state_grad,
+///   scan_chunk_grad, scan_input_grad) with the GPU's value blocks of 32
+///   and its state and state gradient in kernel-local tiles (on the stack
+///   here, in shared memory on the GPU) that the products read transposed.
+///   d_v = 64 makes two value blocks, which add their shares of dK's term
+///   U dS atomically, by rows of 32 (C = 48: one piece and a rest of 16;
+///   C = 16: the rest only), both rules; D = 128 local tiles of
+///   16 KiB (f32) and 32 KiB (f64), so that the f64 gradient's two tiles
+///   go to the workspace instead.
 TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
   if (fwp::test::kBackend != fwp::jit::Backend::Cpu)
     GTEST_SKIP() << "a CPU pipeline option: the CUDA build has nothing to add";

@@ -261,12 +261,10 @@ TEST(PtxKernelsTest, KernelsUseTensorCores) {
     SCOPED_TRACE(desc.str());
     auto code = fwp::jit::compile(desc)->deviceCode();
     const std::pair<const char *, const std::map<std::string, std::string> *>
-        kernels[] = {{"chunk_wy", &code.forwardPtx},
-                     {"chunk_states", &code.forwardPtx},
-                     {"chunk_output", &code.forwardPtx},
-                     {"chunk_states_grad", &code.backwardPtx},
-                     {"chunk_qk_grad", &code.backwardPtx},
-                     {"chunk_wy_grad", &code.backwardPtx},
+        kernels[] = {{"scan_prepare", &code.forwardPtx},
+                     {"scan_state", &code.forwardPtx},
+                     {"scan_state_grad", &code.backwardPtx},
+                     {"scan_chunk_grad", &code.backwardPtx},
                      {"dense_rows", &code.forwardPtx},
                      {"dense_rows", &code.backwardPtx},
                      {"dense_weight_grad", &code.backwardPtx}};

@@ -6,10 +6,9 @@
 include "mlir/Pass/PassBase.td"
 
 def FwpKernelsToGPU : Pass<"fwp-kernels-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Map fwp's kernels onto GPU blocks and threads";
+  let summary = "Map the kernels of fwp-tile-scan onto GPU blocks and threads";
   let description = [{
-    Each `scf.forall` tagged `fwp.kernel` (made by `fwp-lower-chunks` or
-    `fwp-dense-to-tiles`, mapped
+    Each `scf.forall` tagged `fwp.kernel` (made by `fwp-tile-scan`, mapped
     to `#gpu.block<x>`, `<y>`, `<z>`) becomes a `gpu.launch` with one
     thread block per point of the forall, the grid from its bounds as its
     mapping says. Inside, each `scf.parallel` becomes a loop that the

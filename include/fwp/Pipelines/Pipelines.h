@@ -36,11 +36,11 @@ struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
       *this, "gpu-tiling",
       llvm::cl::desc("lower the GPU's kernels for the host: the dense layers "
                      "through fwp-dense-to-tiles rather than "
-                     "fwp-dense-to-vectors's own tiling, the scan's chunk "
-                     "stages unfused (chunk_wy, chunk_states, ...) with the "
-                     "GPU's value blocks and whole triangular products, "
-                     "their tiles on the stack where the GPU keeps them in "
-                     "shared memory: checks the GPU's tiling on the host"),
+                     "fwp-dense-to-vectors's own tiling, the scan unfused "
+                     "(scan_prepare, scan_state, ...) with the GPU's value "
+                     "blocks and its state tiles on the stack where the GPU "
+                     "keeps them in shared memory: checks the GPU's tiling "
+                     "on the host"),
       llvm::cl::init(false)};
   Option<int64_t> registerRows{
       *this, "register-rows",
@@ -88,10 +88,10 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
 };
 
 /// fwp on tensors -> loops on buffers, results as out-parameters (both
-/// pipelines start like this), the kernels configured by `kernels`. fwp.scan
-/// becomes its chunk operations, a kernel each on the GPU's targets; on the
-/// CPU the forward and the backward each fused into one kernel per (batch,
-/// head).
+/// pipelines start like this), the kernels configured by `kernels`. For
+/// the CPU, fwp.scan becomes its chunk operations, the forward and the
+/// backward each fused into one kernel per (batch, head); for the GPU's
+/// targets, fwp-tile-scan's kernels.
 void buildFwpToLoopsPipeline(mlir::OpPassManager &pm,
                              const FwpConfigureKernelsOptions &kernels);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,

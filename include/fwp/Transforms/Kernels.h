@@ -1,8 +1,8 @@
 //===- Kernels.h - What marks an fwp kernel ---------------------*- C++ -*-===//
 //
-// fwp-lower-chunks and fwp-dense-to-tiles write each kernel as an
-// scf.forall tagged with the `fwp.kernel` attribute, whose value names the
-// kernel (chunk_wy, dense_rows, ...).
+// fwp-lower-chunks and fwp-tile-scan write each kernel as an scf.forall
+// tagged with the `fwp.kernel` attribute, whose value names the kernel
+// (chunk_wy, scan_prepare, ...).
 // The lowerings of the tile level act on what is inside such a forall.
 //
 //===----------------------------------------------------------------------===//

@@ -73,6 +73,16 @@ def FwpDecomposeAttention : Pass<"fwp-decompose-attention", "::mlir::func::FuncO
                            "::mlir::arith::ArithDialect"];
 }
 
+def FwpFuseDpfp : Pass<"fwp-fuse-dpfp", "::mlir::func::FuncOp"> {
+  let summary = "Fuse fwp.dpfp producers into fwp.scan";
+  let description = [{
+    When both `q` and `k` of an `fwp.scan` come from `fwp.dpfp` ops with the
+    same `nu` and `eps`, the scan takes the raw `d_k`-wide vectors and
+    applies DPFP itself (`dpfp(nu = .., eps = ..)`), so kernels never store
+    the `2*d_k*nu`-wide features. Dead `fwp.dpfp` ops are erased.
+  }];
+}
+
 def FwpLowerDpfp : Pass<"fwp-lower-dpfp", "::mlir::func::FuncOp"> {
   let summary = "Lower fwp.dpfp maps that were not fused into a scan";
   let description = [{
@@ -182,6 +192,59 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def FwpTileScan : Pass<"fwp-tile-scan", "::mlir::func::FuncOp"> {
+  let summary = "Tile fwp.scan over (batch, head, value block) and chunks";
+  let description = [{
+    Lowers each `fwp.scan` to buffers and to the chunked (WY) form of the
+    delta rule (docs/delta-rule-math.md, section 4), as two kernels written
+    at the **tile level** (TileBuilder.h): static-shape views of a
+    workspace padded to whole chunks, and linalg products, masks and maps
+    on them.
+
+    - `scan_prepare`, an `scf.forall` over (batch, head, chunk): the chunk's
+      DPFP features, values and gates loaded with masking at the sequence
+      end; the tiles `P = tril(Q K^T)`, `G = stril(K K^T)`, the inverse
+      `A = (I + diag(b) G)^-1` row by row (each row one 1 x C by C x C
+      product), `W~ = A diag(b) K` and `U~ = A diag(b) V`; all chunks in
+      parallel.
+    - `scan_state`, an `scf.forall` over (batch, head, value block) with a
+      sequential `scf.for` over chunks: `U = U~ - W~ S^T`,
+      `Y = Q S^T + P U`, `S' = S + U^T K` on the block's rows of the state.
+      Value blocks are independent, so the grid grows with d_v.
+
+    These are the GPU's kernels (and `fwp-to-cpu{gpu-tiling}`'s, which
+    checks them on the host); the CPU lowers the scan through its chunk
+    operations instead (`fwp-scan-to-chunks`, `fwp-lower-chunks`).
+
+    Inside a kernel, each tile operation (and each `scf.parallel` loop) is
+    work the thread block shares; sequential `scf.for` loops are run by
+    every thread. Feature and value sizes must be static; the sequence,
+    batch and heads may be dynamic. Accumulation is in the element type
+    (float32 or float64). The backward (`fwp.scan_grad`) reuses the
+    forward's kernels and adds its own (ScanKernels.h).
+
+    The function's kernel configuration (`fwp-configure-kernels`, target
+    `gpu` or `gpu-on-host`; without one, the GPU's default) gives the chunk
+    size; the value block (d_v where it does not divide d_v); where the
+    state kernels keep their block of the state, and of its gradient,
+    across the chunks (`workspace`: rows of a global buffer; `workgroup`:
+    local tiles in shared memory, which the products read transposed in
+    place; `stack`: the same tiles on the host instance's stack), taken
+    local only within `local_bytes`, as is DPFP's `x = relu([k, -k])` in
+    `scan_prepare` and `scan_input_grad`; and the scratch slots of
+    `scan_chunk_grad` and `scan_input_grad` (instances that each take
+    their share of the chunks in turn, so that scratch holds one chunk per
+    instance; none for features wider than 128, where the loop made the
+    GPU's kernel spill).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def FwpLowerTiles : Pass<"fwp-lower-tiles", "::mlir::func::FuncOp"> {

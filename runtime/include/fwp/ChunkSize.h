@@ -18,9 +18,9 @@ namespace fwp {
 /// them; 64 is where fla's kernels settle too.
 constexpr int64_t kDefaultChunkSize = 64;
 
-/// The largest chunk size accepted. The scan's tiles hold chunkSize^2
-/// elements per kernel instance, so a chunk size in the millions would
-/// exhaust memory instead of failing cleanly.
+/// The largest chunk size accepted. The scan's workspaces hold
+/// batch*heads*seqLen*chunkSize elements (fwp-tile-scan), so a chunk size in
+/// the millions would exhaust memory instead of failing cleanly.
 constexpr int64_t kMaxChunkSize = 4096;
 
 } // namespace fwp
