@@ -1,10 +1,11 @@
 //===- WorkgroupMemory.h - A GPU kernel's shared memory ---------*- C++ -*-===//
 //
 // What the GPU's lowerings of a kernel share about its workgroup (shared)
-// memory: the kernel-local tiles fwp-tile-scan leaves as memref.alloca in
-// workgroup memory (the state of scan_state), and the module-level buffers
-// that hold them and fwp-products-to-mma's staged operands. Static shared
-// memory is 48 KiB a block; the two together stay within it.
+// memory: the kernel-local tiles fwp-tile-scan and fwp-gpu-tiles leave as
+// memref.alloca in workgroup memory (the state of scan_state), and the
+// module-level buffers that hold them and fwp-products-to-mma's staged
+// operands. Static shared memory is 48 KiB a block; the two together stay
+// within it.
 //
 //===----------------------------------------------------------------------===//
 
