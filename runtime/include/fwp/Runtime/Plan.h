@@ -81,9 +81,9 @@ std::optional<PlanOp> parsePlanOp(const std::string &name);
 /// `a OP b` as MLIR's arith dialect computes it on i64: add, sub and mul wrap
 /// around; divs / rems truncate toward zero; ceildiv / floordiv are
 /// arith.ceildivsi / arith.floordivsi; divu, remu, ceildivu, minu, maxu
-/// treat both operands as unsigned (ceildivu: arith.ceildivui). Throws PlanError("division by zero") for a zero
-/// divisor and PlanError("... overflows") for INT64_MIN / -1 (which MLIR
-/// leaves undefined).
+/// treat both operands as unsigned (ceildivu: arith.ceildivui). Throws
+/// PlanError("division by zero") for a zero divisor and PlanError("...
+/// overflows") for INT64_MIN / -1 (which MLIR leaves undefined).
 int64_t applyPlanOp(PlanOp op, int64_t a, int64_t b);
 
 /// An integer expression.
