@@ -60,6 +60,11 @@ public:
   /// Size `dim` of a per-step tensor `perStep` in the scan's terms: dim 0 is
   /// the steps, 1 the batch, 2 the heads, whatever the layout.
   mlir::Value stepDim(mlir::Value perStep, int64_t dim);
+  /// The first value column of the block of `width` columns (of `values`)
+  /// that the instance at `point` (batch, head, value block) takes: 0 where
+  /// one block takes them all (and `point` has no third index).
+  mlir::OpFoldResult blockStart(mlir::ValueRange point, int64_t width,
+                                int64_t values);
   /// Chunks of a sequence of `steps` steps: ceil(steps / chunk).
   mlir::Value numChunks(mlir::Value steps);
   /// The grid of a kernel with an instance per chunk: (batch, head, chunk)

@@ -69,10 +69,7 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
         b, "chunk_states", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          OpFoldResult v0 = zero;
-          if (block < values)
-            v0 = arith::MulIOp::create(b, point[2], tiles.index(block))
-                     .getResult();
+          OpFoldResult v0 = tiles.blockStart(point, block, values);
           ValueBlock columns{v0, block};
           ChunkTiles::View starts =
               tiles.headStates(outs[0], bi, h, chunks, block, features, v0);

@@ -71,10 +71,7 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
         b, "chunk_states_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {
           Value bi = point[0], h = point[1];
-          OpFoldResult v0 = zero;
-          if (block < values)
-            v0 = arith::MulIOp::create(b, point[2], tiles.index(block))
-                     .getResult();
+          OpFoldResult v0 = tiles.blockStart(point, block, values);
           ValueBlock columns{v0, block};
           ChunkTiles::View grads =
               tiles.headStates(outs[1], bi, h, chunks, block, features, v0);

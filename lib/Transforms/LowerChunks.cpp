@@ -56,6 +56,13 @@ Value ChunkTiles::stepDim(Value perStep, int64_t dim) {
   return tensor::DimOp::create(b, sizesSource(perStep), dim);
 }
 
+OpFoldResult ChunkTiles::blockStart(ValueRange point, int64_t width,
+                                    int64_t values) {
+  if (width == values)
+    return b.getIndexAttr(0);
+  return arith::MulIOp::create(b, point[2], index(width)).getResult();
+}
+
 Value ChunkTiles::numChunks(Value steps) {
   return arith::CeilDivUIOp::create(b, steps, index(chunk));
 }
