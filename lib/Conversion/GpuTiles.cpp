@@ -160,9 +160,9 @@ void placeInScratch(RewriterBase &rewriter, scf::ForallOp kernel,
   replaceTile(rewriter, alloc, slice);
 }
 
-/// `kernel` (normalized, without shared outputs) as at most `slots`
-/// instances on a 1-d grid, instance s taking the original instances s,
-/// s + slots, ... (in row-major order) in turn: the new kernel.
+/// `kernel` (normalized, without shared outputs) as n = min(its instances,
+/// `slots`) instances on a 1-d grid, instance s taking the original
+/// instances s, s + n, ... (in row-major order) in turn: the new kernel.
 scf::ForallOp dealOutToSlots(RewriterBase &rewriter, scf::ForallOp kernel,
                              int64_t slots) {
   Location loc = kernel.getLoc();

@@ -287,22 +287,17 @@ std::optional<int64_t> upperLimit(Value value, IndexEvaluator &evaluator) {
   if (form.isConstant())
     return form.constant;
   Operation *op = value.getDefiningOp();
-  if (isa_and_present<arith::MinSIOp>(op)) {
+  if (isa_and_present<arith::MinSIOp, arith::MinUIOp>(op)) {
     std::optional<int64_t> lhs = upperLimit(op->getOperand(0), evaluator);
     std::optional<int64_t> rhs = upperLimit(op->getOperand(1), evaluator);
-    if (lhs && rhs)
-      return std::min(*lhs, *rhs);
-    return lhs ? lhs : rhs;
-  }
-  if (isa_and_present<arith::MinUIOp>(op)) {
-    // Unsigned, the minimum is at most either operand: where one has a
-    // non-negative limit, the result lies in [0, limit].
-    std::optional<int64_t> lhs = upperLimit(op->getOperand(0), evaluator);
-    std::optional<int64_t> rhs = upperLimit(op->getOperand(1), evaluator);
-    if (lhs && *lhs < 0)
-      lhs.reset();
-    if (rhs && *rhs < 0)
-      rhs.reset();
+    // Unsigned, a negative limit bounds nothing; a non-negative one puts
+    // the minimum in [0, limit].
+    if (isa<arith::MinUIOp>(op)) {
+      if (lhs && *lhs < 0)
+        lhs.reset();
+      if (rhs && *rhs < 0)
+        rhs.reset();
+    }
     if (lhs && rhs)
       return std::min(*lhs, *rhs);
     return lhs ? lhs : rhs;
