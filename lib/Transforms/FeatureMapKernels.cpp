@@ -11,6 +11,7 @@
 
 #include "ChunkLowering.h"
 
+#include "fwp/Transforms/KernelConfig.h"
 #include "fwp/Transforms/Kernels.h"
 
 using namespace mlir;
@@ -18,9 +19,34 @@ using namespace mlir;
 namespace fwp {
 namespace {
 
-/// Rows per kernel instance: a chunk's worth, the size the in-kernel
-/// lowering's tiles are made for.
+/// Rows per kernel instance on the CPU: a chunk's worth, the size the
+/// in-kernel lowering's tiles are made for.
 constexpr int64_t kRowsPerInstance = 64;
+
+/// Tiles of a row's width that fwp-lower-dpfp's gradient keeps at once: up
+/// to six of the features' width (the map's parts, their products, the
+/// incoming gradient and its partial sums) and two of the input's.
+constexpr int64_t kFeatureTilesPerRow = 6, kInputTilesPerRow = 2;
+
+/// Rows per instance of the kernel built at `b`. On a GPU configuration an
+/// instance keeps its tiles in shared memory only within `local_bytes`
+/// (fwp-gpu-tiles puts the rest in global scratch, where every pass over a
+/// tile is a round trip to DRAM), so it takes as many rows (a power of two)
+/// as its tiles fit there.
+int64_t rowsPerInstance(ImplicitLocOpBuilder &b, Type element,
+                        int64_t inputWidth, int64_t featureWidth) {
+  KernelConfigAttr config =
+      kernelConfigOf(b.getInsertionBlock()->getParentOp(), KernelTarget::Cpu);
+  if (!config.isGpuTiling())
+    return kRowsPerInstance;
+  int64_t rowBytes =
+      element.getIntOrFloatBitWidth() / 8 *
+      (kFeatureTilesPerRow * featureWidth + kInputTilesPerRow * inputWidth);
+  int64_t rows = kRowsPerInstance;
+  while (rows > 1 && rows * rowBytes > config.getLocalBytes())
+    rows /= 2;
+  return rows;
+}
 
 /// Whether `op` (a map or its gradient on `input`) is left outside kernels
 /// on per-step vectors [*, *, *, d] of static d.
@@ -29,16 +55,19 @@ bool isLooseMap(Operation *op, Value input) {
   return !isInsideKernel(op) && type.getRank() == 4 && !type.isDynamicDim(3);
 }
 
-/// The kernel `name` computing `result` (per-step, like `input`) a block of
-/// rows at a time: `onRows(tiles, bi, h, t0, len)` gives a block's result.
+/// The kernel `name` computing `result` (per-step, like `input`, with
+/// `featureWidth` features) a block of rows at a time: `onRows(tiles, bi, h,
+/// t0, len)` gives a block's result.
 Value rowKernel(
     PatternRewriter &rewriter, Location loc, StringRef name, Value input,
-    Value result,
+    Value result, int64_t featureWidth,
     function_ref<Value(ChunkTiles &, Value, Value, Value, Value)> onRows) {
   ImplicitLocOpBuilder b(loc, rewriter);
   auto type = cast<RankedTensorType>(result.getType());
-  ChunkTiles tiles(b, type.getElementType(), kRowsPerInstance,
-                   /*batchFirst=*/false);
+  int64_t inputWidth = cast<RankedTensorType>(input.getType()).getDimSize(3);
+  int64_t rows =
+      rowsPerInstance(b, type.getElementType(), inputWidth, featureWidth);
+  ChunkTiles tiles(b, type.getElementType(), rows, /*batchFirst=*/false);
   Value steps = tiles.stepDim(input, 0);
   SmallVector<Value> bounds = tiles.chunkGrid(input, steps);
   // Sized from the input: the result is what is being replaced.
@@ -73,6 +102,7 @@ struct DpfpGradKernel : OpRewritePattern<DpfpGradOp> {
       return rewriter.notifyMatchFailure(op, "in a kernel, or not per-step");
     Value grad = rowKernel(
         rewriter, op.getLoc(), "dpfp_grad", op.getInput(), op.getDInput(),
+        cast<RankedTensorType>(op.getDFeatures().getType()).getDimSize(3),
         [&](ChunkTiles &tiles, Value bi, Value h, Value t0, Value len) {
           Value rows = tiles.loadRows(op.getInput(), bi, h, t0, len);
           Value grads = tiles.loadRows(op.getDFeatures(), bi, h, t0, len);
@@ -96,6 +126,7 @@ struct DpfpKernel : OpRewritePattern<DpfpOp> {
       return rewriter.notifyMatchFailure(op, "in a kernel, or not per-step");
     Value features = rowKernel(
         rewriter, op.getLoc(), "dpfp", op.getInput(), op.getResult(),
+        op.getResult().getType().getDimSize(3),
         [&](ChunkTiles &tiles, Value bi, Value h, Value t0, Value len) {
           Value rows = tiles.loadRows(op.getInput(), bi, h, t0, len);
           return DpfpOp::create(tiles.b, rowsType(tiles, op.getResult()), rows,

@@ -4,6 +4,7 @@
 // RUN: fwp-opt %s -fwp-lower-chunks=map-kernels -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MAPS
 // On a GPU target, the kernels mapped onto the grid, one instance a block.
 // RUN: fwp-opt %s -fwp-configure-kernels=target=gpu -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=GPU
+// RUN: fwp-opt %s -fwp-configure-kernels=target=gpu -fwp-lower-chunks=map-kernels -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=GPU-MAPS
 
 // The WY form: kernel chunk_wy, a forall over (batch, head, chunk); in it
 // K K^T (a matmul reading its right operand transposed), the gates' rows,
@@ -592,6 +593,12 @@ func.func @du_read(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 // MAPS: scf.forall
 // MAPS: fwp.dpfp %{{.*}} nu = 2 : tensor<64x8xf32> -> tensor<64x32xf32>
 // MAPS: {fwp.kernel = "dpfp"}
+// On the GPU, as many rows (a power of two) as a block's tiles fit in the
+// configuration's local_bytes (34 KiB): 32 rows of 8 inputs, 32 features.
+// GPU-MAPS-LABEL: func @maps_outside_kernels
+// GPU-MAPS: fwp.dpfp_grad %{{.*}}, %{{.*}} nu = 2 : tensor<32x8xf32>, tensor<32x32xf32> -> tensor<32x8xf32>
+// GPU-MAPS: {fwp.kernel = "dpfp_grad", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+// GPU-MAPS: fwp.dpfp %{{.*}} nu = 2 : tensor<32x8xf32> -> tensor<32x32xf32>
 func.func @maps_outside_kernels(%k: tensor<?x2x4x8xf32>,
                                 %g: tensor<?x2x4x32xf32>)
     -> (tensor<?x2x4x8xf32>, tensor<?x2x4x32xf32>) {
