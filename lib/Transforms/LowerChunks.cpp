@@ -35,9 +35,14 @@ static bool isChunkOperation(Operation *op) {
              ChunkQkGradOp, ChunkWyGradOp>(op);
 }
 
+// On the CPU a chunk operation maps its rows itself, in cache. A GPU
+// configuration leaves the map to its own kernel and reads the features: a
+// kernel with value blocks would map the same rows once per block, and the
+// map's tiles are what its instances least have room for in shared memory.
 DpfpOp fusedFeatureMap(Value perStep) {
   auto map = perStep.getDefiningOp<DpfpOp>();
-  if (!map || !llvm::all_of(perStep.getUsers(), isChunkOperation))
+  if (!map || !llvm::all_of(perStep.getUsers(), isChunkOperation) ||
+      kernelConfigOf(map, KernelTarget::Cpu).isGpuTiling())
     return nullptr;
   return map;
 }

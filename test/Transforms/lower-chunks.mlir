@@ -110,6 +110,15 @@ func.func @states_grad_in_value_blocks(%q: tensor<40x2x4x32xf32>,
 // CHECK: fwp.dpfp %{{.*}} nu = 2 : tensor<16x8xf32> -> tensor<16x32xf32>
 // CHECK: {fwp.kernel = "chunk_states"}
 // CHECK-NOT: fwp.dpfp
+// A GPU configuration maps the rows once, in a kernel of its own, and the
+// chunk operations read the features.
+// GPU-MAPS-LABEL: func @features_mapped_in_kernels
+// GPU-MAPS: fwp.dpfp %{{.*}} nu = 2 : tensor<32x8xf32> -> tensor<32x32xf32>
+// GPU-MAPS: {fwp.kernel = "dpfp", mapping = [#gpu.block<x>, #gpu.block<y>, #gpu.block<z>]}
+// GPU-MAPS-NOT: fwp.dpfp
+// GPU-MAPS: {fwp.kernel = "chunk_wy"
+// GPU-MAPS-NOT: fwp.dpfp
+// GPU-MAPS: {fwp.kernel = "chunk_states"
 func.func @features_mapped_in_kernels(%k: tensor<?x2x4x8xf32>,
                                       %v: tensor<?x2x4x8xf32>,
                                       %b: tensor<?x2x4xf32>)
