@@ -32,15 +32,6 @@ void checkSizes(const char *call, const KernelDesc &desc, int64_t seqLen,
         std::to_string(desc.dModel()) + " overflows");
 }
 
-void checkBuffers(
-    const char *call,
-    std::initializer_list<std::pair<const char *, const void *>> buffers) {
-  for (const auto &[name, pointer] : buffers)
-    if (!pointer)
-      throw std::invalid_argument(std::string(call) + ": buffer " + name +
-                                  " is null");
-}
-
 /// "float (f32)", "double (f64)", or how to pass 16-bit buffers.
 std::string describe(DType dtype) {
   switch (dtype) {
@@ -57,6 +48,15 @@ std::string describe(DType dtype) {
 }
 
 } // namespace
+
+void checkBuffers(
+    const char *call,
+    std::initializer_list<std::pair<const char *, const void *>> buffers) {
+  for (const auto &[name, pointer] : buffers)
+    if (!pointer)
+      throw std::invalid_argument(std::string(call) + ": buffer " + name +
+                                  " is null");
+}
 
 bool checkForward(const char *call, const KernelDesc &desc, int64_t seqLen,
                   int64_t batch, const void *x, const void *wQ, const void *wK,

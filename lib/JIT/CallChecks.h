@@ -1,9 +1,9 @@
 //===- CallChecks.h - The argument checks of CompiledAttention's calls ---===//
 //
 // What forward() and backward() check before a kernel runs, on the host and
-// on the device alike: sizes that fit, buffers that are there, the element
-// type the kernel was compiled for. Each failure is an std::invalid_argument
-// naming the call and what was wrong.
+// on the device alike (and the scans' calls, their buffers): sizes that
+// fit, buffers that are there, the element type the kernel was compiled for.
+// Each failure is an std::invalid_argument naming the call and what was wrong.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +15,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <utility>
 
 namespace fwp::jit {
+
+/// That none of `buffers` (name, pointer) is null.
+void checkBuffers(
+    const char *call,
+    std::initializer_list<std::pair<const char *, const void *>> buffers);
 
 /// The checks of a forward call (host or device buffers); false when there
 /// is no step, and so nothing to read or write (the buffers may be null).

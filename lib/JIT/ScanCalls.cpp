@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CallChecks.h"
 #include "Kernel.h"
 #include "ScanKernel.h"
 
@@ -90,15 +91,6 @@ void checkSizes(const char *what, int64_t seqLen, int64_t batch,
       (batch && heads > kLimit / batch))
     throw std::invalid_argument(std::string(what) +
                                 ": sizes T, B, H too large");
-}
-
-void checkBuffers(
-    const char *what,
-    std::initializer_list<std::pair<const char *, const void *>> buffers) {
-  for (auto [name, data] : buffers)
-    if (!data)
-      throw std::invalid_argument(std::string(what) + ": buffer " + name +
-                                  " is null");
 }
 
 /// Copies `bytes` of a state from `source` to `target`, zeros where
