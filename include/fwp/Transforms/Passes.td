@@ -170,10 +170,13 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
 
     A `fwp.dpfp` whose features chunk operations alone read is applied in
     their kernels, to a chunk's rows of its input: the features are never
-    stored. With `map-kernels`, the maps and map gradients left outside
-    kernels (`fwp.dpfp_grad`, features read elsewhere too) become kernels
-    over (batch, head, 64 rows), `dpfp` and `dpfp_grad`, so that they run
-    on every core, vectorized, rather than as loops over whole tensors.
+    stored. Not on a GPU configuration, where the chunk operations read the
+    features a `dpfp` kernel made once. With `map-kernels`, the maps and map
+    gradients left outside kernels (`fwp.dpfp_grad`, features read
+    elsewhere too) become kernels over (batch, head, 64 rows), `dpfp` and
+    `dpfp_grad`, so that they run on every core, vectorized, rather than as
+    loops over whole tensors; on a GPU configuration over as many rows as
+    their tiles fit in the configuration's `local_bytes`.
 
     Where the function's kernel configuration is a GPU target's
     (`fwp-configure-kernels`), each kernel's forall is mapped onto the
