@@ -58,6 +58,23 @@ void checkBuffers(
                                   " is null");
 }
 
+namespace {
+
+/// The buffers both calls read: the input and the module's weights.
+void checkInputs(const char *call, const void *x, const void *wQ,
+                 const void *wK, const void *wV, const void *wBeta,
+                 const void *wO, const void *bO) {
+  checkBuffers(call, {{"x", x},
+                      {"wQ", wQ},
+                      {"wK", wK},
+                      {"wV", wV},
+                      {"wBeta", wBeta},
+                      {"wO", wO},
+                      {"bO", bO}});
+}
+
+} // namespace
+
 bool checkForward(const char *call, const KernelDesc &desc, int64_t seqLen,
                   int64_t batch, const void *x, const void *wQ, const void *wK,
                   const void *wV, const void *wBeta, const void *wO,
@@ -65,14 +82,8 @@ bool checkForward(const char *call, const KernelDesc &desc, int64_t seqLen,
   checkSizes(call, desc, seqLen, batch);
   if (seqLen == 0 || batch == 0)
     return false;
-  checkBuffers(call, {{"x", x},
-                      {"wQ", wQ},
-                      {"wK", wK},
-                      {"wV", wV},
-                      {"wBeta", wBeta},
-                      {"wO", wO},
-                      {"bO", bO},
-                      {"y", y}});
+  checkInputs(call, x, wQ, wK, wV, wBeta, wO, bO);
+  checkBuffers(call, {{"y", y}});
   return true;
 }
 
@@ -99,15 +110,8 @@ bool checkBackward(const char *call, const KernelDesc &desc, int64_t seqLen,
     zero(dbO, dm * element);
     return false;
   }
-  checkBuffers(call, {{"x", x},
-                      {"wQ", wQ},
-                      {"wK", wK},
-                      {"wV", wV},
-                      {"wBeta", wBeta},
-                      {"wO", wO},
-                      {"bO", bO},
-                      {"dy", dy},
-                      {"dx", dx}});
+  checkInputs(call, x, wQ, wK, wV, wBeta, wO, bO);
+  checkBuffers(call, {{"dy", dy}, {"dx", dx}});
   return true;
 }
 
