@@ -13,6 +13,15 @@
 
 namespace fwp::jit {
 
+void checkBuffers(
+    const char *call,
+    std::initializer_list<std::pair<const char *, const void *>> buffers) {
+  for (const auto &[name, pointer] : buffers)
+    if (!pointer)
+      throw std::invalid_argument(std::string(call) + ": buffer " + name +
+                                  " is null");
+}
+
 namespace {
 
 /// Checks the sizes of a call named `call` ("forward" or "backward").
@@ -46,19 +55,6 @@ std::string describe(DType dtype) {
   return std::string(rt::dtypeName(dtype)) +
          " (pass buffers of its 16-bit patterns through the untyped form)";
 }
-
-} // namespace
-
-void checkBuffers(
-    const char *call,
-    std::initializer_list<std::pair<const char *, const void *>> buffers) {
-  for (const auto &[name, pointer] : buffers)
-    if (!pointer)
-      throw std::invalid_argument(std::string(call) + ": buffer " + name +
-                                  " is null");
-}
-
-namespace {
 
 /// The buffers both calls read: the input and the module's weights.
 void checkInputs(const char *call, const void *x, const void *wQ,

@@ -330,7 +330,8 @@ bool onlyUsedBy(mlir::Value value, mlir::Operation *user);
 
 /// The fwp.dpfp that makes `perStep` when chunk operations are all that read
 /// it: their kernels then apply the map to a chunk's rows of its input, 2 nu
-/// times narrower than the features, which are never stored.
+/// times narrower than the features, which are never stored. None on a GPU
+/// configuration, whose chunk operations read the features.
 DpfpOp fusedFeatureMap(mlir::Value perStep);
 
 /// Fails with a message on `op` unless `type`'s last dimension is static.
