@@ -182,12 +182,16 @@ public:
   /// `square` with the entries above its diagonal (and, if `strict`, on it)
   /// zero.
   mlir::Value lowerTriangle(mlir::Value square, bool strict = false);
-  /// The chunk x chunk identity.
-  mlir::Value identity();
-  /// X with X_r = base_r - m[r, :] X, row by row down the chunk: the
+  /// The size x size identity.
+  mlir::Value identity(int64_t size);
+  /// X with X_r = base_r - m[r, :] X, row by row down base's rows: the
   /// solution of (I + L) X = base for L, m's part below the diagonal
   /// (docs/delta-rule-math.md, section 4's forward substitution).
   mlir::Value substitute(mlir::Value m, mlir::Value base);
+  /// A = (I + L)^-1 for L, the chunk x chunk m's part below the diagonal:
+  /// by 16 x 16 blocks where the chunk holds two or more (section 8), each
+  /// diagonal block by substitution, the rest by products.
+  mlir::Value inverse(mlir::Value m);
 
   mlir::ImplicitLocOpBuilder &b;
   mlir::Type element;
@@ -265,8 +269,9 @@ mlir::Value lowerScores(ChunkTiles &tiles, mlir::Value lhs, KeyTile keys);
 struct WyTiles {
   mlir::Value wt, ut;
 };
-/// Wt = A diag(b) K, Ut = A diag(b) V with A = (I + stril(diag(b) K K^T))^-1,
-/// by forward substitution.
+/// Wt = A diag(b) K, Ut = A diag(b) V with A = (I + stril(diag(b) K K^T))^-1:
+/// by forward substitution where triangular products go by row blocks (the
+/// CPU), else as products with A formed by blocks (the GPU's tensor cores).
 WyTiles chunkWy(ChunkTiles &tiles, KeyTile keys, mlir::Value values,
                 mlir::Value gates);
 /// The values the chunk writes, U = Ut - Wt S^T (delta: `wt` set) or V

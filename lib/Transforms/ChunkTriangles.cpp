@@ -61,8 +61,8 @@ Value ChunkTiles::lowerTriangle(Value square, bool strict) {
       });
 }
 
-Value ChunkTiles::identity() {
-  Value init = tensor::EmptyOp::create(b, {chunk, chunk}, element);
+Value ChunkTiles::identity(int64_t size) {
+  Value init = tensor::EmptyOp::create(b, {size, size}, element);
   return mapSquare(
       b, init, nullptr,
       [&](OpBuilder &nb, Location loc, Value row, Value col, Value) -> Value {
@@ -148,12 +148,14 @@ Value ChunkTiles::lowerProduct(ProductForm form, Triangular which, Value lhs,
 
 Value ChunkTiles::substitute(Value m, Value base) {
   auto type = cast<RankedTensorType>(base.getType());
-  int64_t width = type.getDimSize(1);
-  int64_t step = hasTriangleBlocks(*this) ? kTriangleBlock : chunk;
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  int64_t step = rows % kTriangleBlock == 0 && rows > kTriangleBlock
+                     ? kTriangleBlock
+                     : rows;
   Value solved = zeros(type.getShape());
   // Row r reads the rows above it only: those of its own block and the
   // blocks before, `span` rows in all.
-  for (int64_t first = 0; first < chunk; first += step) {
+  for (int64_t first = 0; first < rows; first += step) {
     int64_t span = first + step;
     auto rows = scf::ForOp::create(
         b, index(first), index(span), index(1), ValueRange{solved},
@@ -178,6 +180,36 @@ Value ChunkTiles::substitute(Value m, Value base) {
     solved = rows.getResult(0);
   }
   return solved;
+}
+
+Value ChunkTiles::inverse(Value m) {
+  if (!hasTriangleBlocks(*this))
+    return substitute(m, identity(chunk));
+  int64_t step = kTriangleBlock;
+  Value unit = identity(step);
+  Value inverse = zeros({chunk, chunk});
+  auto at = [&](int64_t row, int64_t col, int64_t rows, int64_t cols) {
+    return region({b.getIndexAttr(row), b.getIndexAttr(col)},
+                  {b.getIndexAttr(rows), b.getIndexAttr(cols)});
+  };
+  for (int64_t row = 0; row < chunk; row += step) {
+    Value diagonal = substitute(block(m, {row, row}, {step, step}), unit);
+    if (row > 0) {
+      // A_ij = -A_ii sum_{k = j .. i-1} M_ik A_kj for every j < i at once:
+      // A's rows above are finished and zero above their diagonal.
+      Value sum =
+          product(ProductForm::NN, block(m, {row, 0}, {step, row}),
+                  block(inverse, {0, 0}, {row, row}), zeros({step, row}));
+      Slice left = at(row, 0, step, row);
+      Value blocks = product(ProductForm::NN, diagonal, sum,
+                             extract(inverse, {step, row}, left),
+                             /*subtract=*/true);
+      inverse = tensor::InsertSliceOp::create(b, blocks, inverse, left.offsets,
+                                              left.sizes, left.strides);
+    }
+    inverse = place(diagonal, inverse, at(row, row, step, step));
+  }
+  return inverse;
 }
 
 } // namespace fwp

@@ -20,8 +20,21 @@ namespace fwp {
 WyTiles chunkWy(ChunkTiles &tiles, KeyTile keys, Value values, Value gates) {
   // Only M's part below the diagonal is read.
   Value m = tiles.scaleRows(gates, lowerScores(tiles, keys.rows, keys));
-  return {tiles.substitute(m, tiles.scaleRows(gates, keys.rows)),
-          tiles.substitute(m, tiles.scaleRows(gates, values))};
+  Value gatedKeys = tiles.scaleRows(gates, keys.rows);
+  Value gatedValues = tiles.scaleRows(gates, values);
+  // The CPU's substitution skips the work above the diagonal; on the GPU its
+  // rows are dependent steps that leave the tensor cores idle, so A is
+  // formed first (by blocks, half the work of its rows) and then applied in
+  // two whole products.
+  if (tiles.rowBlocks)
+    return {tiles.substitute(m, gatedKeys), tiles.substitute(m, gatedValues)};
+  Value a = tiles.inverse(m);
+  auto apply = [&](Value gated) {
+    auto type = cast<RankedTensorType>(gated.getType());
+    return tiles.product(ProductForm::NN, a, gated,
+                         tiles.zeros(type.getShape()));
+  };
+  return {apply(gatedKeys), apply(gatedValues)};
 }
 
 namespace {

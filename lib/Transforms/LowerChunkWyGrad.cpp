@@ -1,7 +1,8 @@
 //===- LowerChunkWyGrad.cpp - fwp.chunk_wy_grad to linalg on tensors ------===//
 //
 // One point of an scf.forall over (batch, head, chunk) per chunk; A made
-// again by forward substitution, then (docs/delta-rule-math.md, section 5)
+// again (by blocks, ChunkTriangles.cpp), then (docs/delta-rule-math.md, section
+// 5)
 //
 //   dV  = diag(b) A^T dU
 //   dA  = dU (diag(b) V)^T + dWt (diag(b) K)^T
@@ -26,8 +27,7 @@ WyGradTiles chunkWyGrad(ChunkTiles &tiles, Value keys, Value vals, Value gates,
   int64_t values = cast<RankedTensorType>(vals.getType()).getDimSize(1);
   Value gram =
       tiles.product(ProductForm::NT, keys, keys, tiles.zeros({chunk, chunk}));
-  Value inverse =
-      tiles.substitute(tiles.scaleRows(gates, gram), tiles.identity());
+  Value inverse = tiles.inverse(tiles.scaleRows(gates, gram));
   Value atdu =
       tiles.product(ProductForm::TN, inverse, du, tiles.zeros({chunk, values}));
   Value atdw = tiles.product(ProductForm::TN, inverse, dwt,

@@ -35,6 +35,29 @@ func.func @wy(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
 
 // -----
 
+// On the GPU, with two blocks of 16 in a chunk: A formed by blocks (each
+// diagonal block solved a row at a time, the block below it by two
+// products), then Wt and Ut as whole products of A.
+// GPU-LABEL: func @wy_by_blocks
+// GPU: scf.for %{{.*}} = %c0{{.*}} to %c16
+// GPU: scf.for %{{.*}} = %c0{{.*}} to %c16
+// GPU: %[[SUM:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32>)
+// GPU: linalg.matmul ins(%{{.*}}, %[[SUM]] : tensor<16x16xf32>, tensor<16x16xf32>)
+// GPU: %[[A:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[16, 16] [16, 16]
+// GPU: linalg.matmul ins(%[[A]], %{{.*}} : tensor<32x32xf32>, tensor<32x32xf32>)
+// GPU: linalg.matmul ins(%[[A]], %{{.*}} : tensor<32x32xf32>, tensor<32x8xf32>)
+// GPU: {fwp.kernel = "chunk_wy"
+func.func @wy_by_blocks(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
+                        %b: tensor<40x2x4xf32>)
+    -> (tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 32
+      : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>, tensor<40x2x4xf32>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  return %wt, %ut : tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+}
+
+// -----
+
 // The pass over the chunks: a forall over (batch, head), in it a loop over
 // the chunks carrying the 8 x 32 state, the start states and the rows of U.
 // GPU-LABEL: func @states
