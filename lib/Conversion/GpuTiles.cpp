@@ -114,17 +114,38 @@ void replaceTile(RewriterBase &rewriter, memref::AllocOp alloc, Value tile) {
   retypeViews(tile);
 }
 
-/// The tile in the block's shared memory.
+/// Elements a shared tile's rows are padded by where its rows are a multiple
+/// of 16 elements: with 4 more, the 8 rows of a tensor-core fragment start
+/// in distinct banks (a row of 16 or 32 words would put them in two or one).
+constexpr int64_t kSharedRowPadding = 4;
+
+/// The shape a tile of `type` takes in shared memory: its rows padded.
+SmallVector<int64_t> sharedShape(MemRefType type) {
+  SmallVector<int64_t> shape(type.getShape());
+  if (shape.size() == 2 && shape[1] % 16 == 0)
+    shape[1] += kSharedRowPadding;
+  return shape;
+}
+
+/// The tile in the block's shared memory: a view of its padded rows.
 void placeInSharedMemory(RewriterBase &rewriter, scf::ForallOp kernel,
                          memref::AllocOp alloc) {
   MemRefType type = alloc.getType();
   auto workgroup = gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                               gpu::AddressSpace::Workgroup);
   rewriter.setInsertionPointToStart(kernel.getBody());
+  Location loc = alloc.getLoc();
   Value tile = memref::AllocaOp::create(
-      rewriter, alloc.getLoc(),
-      MemRefType::get(type.getShape(), type.getElementType(), AffineMap(),
+      rewriter, loc,
+      MemRefType::get(sharedShape(type), type.getElementType(), AffineMap(),
                       workgroup));
+  if (sharedShape(type) != type.getShape()) {
+    SmallVector<OpFoldResult> zeros(type.getRank(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> ones(type.getRank(), rewriter.getIndexAttr(1));
+    tile = memref::SubViewOp::create(
+        rewriter, loc, tile, zeros,
+        getAsIndexOpFoldResult(rewriter.getContext(), type.getShape()), ones);
+  }
   replaceTile(rewriter, alloc, tile);
 }
 
@@ -226,7 +247,9 @@ struct GpuTilesPass : impl::FwpGpuTilesBase<GpuTilesPass> {
     int64_t shared = 0;
     SmallVector<memref::AllocOp> inShared, inScratch;
     for (memref::AllocOp alloc : tiles) {
-      shared += bytesOf(alloc.getType());
+      MemRefType type = alloc.getType();
+      shared +=
+          bytesOf(MemRefType::get(sharedShape(type), type.getElementType()));
       (shared <= config.getLocalBytes() ? inShared : inScratch)
           .push_back(alloc);
     }

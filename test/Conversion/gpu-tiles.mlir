@@ -50,12 +50,39 @@ func.func @shared_then_scratch(%n: index, %out: memref<4x32xf32>)
 
 // -----
 
+// In shared memory a tile's rows of 16 elements are padded by 4 (fragments'
+// rows in distinct banks), and the padding counts against the local bytes:
+// two 8 x 16 tiles take 1280 bytes, so of 1200 the second goes to scratch.
+// CHECK-LABEL: func @padding_counts
+// CHECK: memref.alloc(%{{.*}}) : memref<?x8x16xf32>
+// CHECK: scf.forall
+// CHECK: memref.alloca() : memref<8x20xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloca()
+// CHECK: {fwp.kernel = "k"
+func.func @padding_counts(%out: memref<4x8x16xf32>)
+    attributes {fwp.kernel_config = #fwp.kernel_config<target = gpu,
+      chunk_size = 32, value_block = 32, state_memory = workgroup,
+      scratch_slots = 512, local_bytes = 1200, stage_floats = 8192,
+      products = tf32x3, block_size = 128>} {
+  %zero = arith.constant 0.0 : f32
+  scf.forall (%b) in (4) {
+    %first = memref.alloc() : memref<8x16xf32>
+    linalg.fill ins(%zero : f32) outs(%first : memref<8x16xf32>)
+    %second = memref.alloc() : memref<8x16xf32>
+    linalg.fill ins(%zero : f32) outs(%second : memref<8x16xf32>)
+  } {fwp.kernel = "k", mapping = [#gpu.block<x>]}
+  return
+}
+
+// -----
+
 // A loop that only carries a tile back uses the tile itself, and a copy of
 // a region onto itself (what bufferization leaves where a tile is written in
 // place) is erased: then the tile can be placed.
 // CHECK-LABEL: func @carried_and_copied
 // CHECK: scf.forall
-// CHECK-NEXT: %[[TILE:.*]] = memref.alloca() : memref<16x16xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[ROWS:.*]] = memref.alloca() : memref<16x20xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[TILE:.*]] = memref.subview %[[ROWS]][0, 0] [16, 16] [1, 1] : memref<16x20xf32, #gpu.address_space<workgroup>> to memref<16x16xf32, strided<[20, 1]>, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK-NOT: iter_args
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[TILE]] : {{.*}})
