@@ -14,8 +14,9 @@
  * row-major, in the description's element type
  * (bf16 and f16 as their 16-bit patterns), in the layouts of JIT.h:
  * x, y, dy, dx [T, B, d_model]; w_q, w_k, w_v, w_o [d_model, d_model];
- * w_beta [heads, d_model]; b_o [d_model]. The kernels of one description
- * are compiled on first use, or loaded from the disk cache.
+ * w_beta [heads, d_model]; b_o [d_model]. Outputs may not alias an input or
+ * each other. The kernels of one description are compiled on first use, or
+ * loaded from the disk cache.
  *
  * No function throws or aborts on bad input: each reports failure (NULL or
  * a non-zero status) and leaves a message for fwp_last_error().

@@ -4,12 +4,14 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <functional>
@@ -130,8 +132,15 @@ Buffer bufferOf(Value memref) {
   Attribute space = cast<MemRefType>(memref.getType()).getMemorySpace();
   memref = bufferRoot(memref);
   Operation *op = memref.getDefiningOp();
-  if (!op)
-    return {Buffer::Kind::Argument, memref, {}, space};
+  if (!op) {
+    Buffer argument{Buffer::Kind::Argument, memref, {}, space};
+    auto block = cast<BlockArgument>(memref);
+    if (auto function =
+            dyn_cast<FunctionOpInterface>(block.getOwner()->getParentOp()))
+      argument.noAlias = bool(function.getArgAttr(
+          block.getArgNumber(), LLVM::LLVMDialect::getNoAliasAttrName()));
+    return argument;
+  }
   if (auto global = dyn_cast<memref::GetGlobalOp>(op))
     return {Buffer::Kind::Global, {}, global.getNameAttr().getAttr(), space};
   if (isa<memref::AllocOp, memref::AllocaOp>(op))
@@ -148,9 +157,10 @@ bool mayShareMemory(const Buffer &a, const Buffer &b) {
   // A view this file does not follow may be of anything.
   if (a.kind == Kind::Other || b.kind == Kind::Other)
     return true;
-  // Function arguments may be views of one another; allocations and
-  // globals are buffers of their own.
-  return a.kind == Kind::Argument && b.kind == Kind::Argument;
+  // Function arguments may be views of one another, unless one is marked
+  // as aliasing none; allocations and globals are buffers of their own.
+  return a.kind == Kind::Argument && b.kind == Kind::Argument && !a.noAlias &&
+         !b.noAlias;
 }
 
 std::optional<SmallVector<MemoryAccess>> memoryAccessesOf(Operation *op) {

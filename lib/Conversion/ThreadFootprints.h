@@ -49,6 +49,9 @@ struct Buffer {
   mlir::Value value;           // not for Global
   mlir::StringAttr globalName; // for Global
   mlir::Attribute memorySpace;
+  /// An argument marked llvm.noalias (an entry point's output): no other
+  /// argument is a view of it.
+  bool noAlias = false;
   bool operator==(const Buffer &other) const;
 };
 Buffer bufferOf(mlir::Value memref);

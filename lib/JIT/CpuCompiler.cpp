@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -299,6 +300,11 @@ void buildEntryFunction(
   for (unsigned i = 0; i < inputs.size(); ++i)
     fn.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                   b.getBoolAttr(false));
+  // Outputs alias no input and no other output (JIT.h, Scan.h): the
+  // results are materialized in them as restrict, and the GPU's barrier
+  // analysis takes each as a buffer of its own.
+  for (unsigned i = inputs.size(); i < types.size(); ++i)
+    fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
 
   OpBuilder::InsertionGuard guard(b);
   Block *entry = fn.addEntryBlock();

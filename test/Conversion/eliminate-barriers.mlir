@@ -203,6 +203,39 @@ func.func @buffers(%x: memref<256xf32>, %y: memref<256xf32>) {
 
 // -----
 
+// An argument marked llvm.noalias (an entry point's output) is a buffer of
+// its own: writing it needs no barrier before another argument is read.
+// CHECK-LABEL: func @output_aliases_nothing
+// CHECK: memref.store %{{.*}}, %arg0
+// CHECK-NOT: gpu.barrier
+// CHECK: memref.load %arg1
+func.func @output_aliases_nothing(%out: memref<256xf32> {llvm.noalias},
+                                  %in: memref<256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %c255 = arith.constant 255 : index
+  %one = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<256xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %t = gpu.thread_id x
+    scf.for %i = %t to %c256 step %c128 {
+      memref.store %one, %out[%i] : memref<256xf32>
+    }
+    gpu.barrier
+    scf.for %i = %t to %c256 step %c128 {
+      %r = arith.subi %c255, %i : index
+      %v = memref.load %in[%r] : memref<256xf32>
+      memref.store %v, %a[%i] : memref<256xf32>
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // In a loop, the last barrier orders this iteration's reads before the
 // next iteration's writes.
 // CHECK-LABEL: func @across_iterations

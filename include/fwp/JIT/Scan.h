@@ -85,8 +85,10 @@ public:
 
   /// y and the final state of fwp.scan. `beta` is read for the delta rule
   /// only, `initial` only if the description has one (both may be null
-  /// otherwise). Sizes may be 0: then nothing is read but the initial state,
-  /// and the final state is the initial one (or zero). Throws
+  /// otherwise). Outputs are written in full and may not alias an input or
+  /// each other (a state is not updated in place: `finalState` is another
+  /// buffer than `initial`). Sizes may be 0: then nothing is read but the
+  /// initial state, and the final state is the initial one (or zero). Throws
   /// std::invalid_argument for negative sizes or a null buffer that would
   /// be read or written.
   void forward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
@@ -95,7 +97,8 @@ public:
 
   /// dq, dk, dv, dbeta (delta rule only; may be null for the sum rule) and
   /// the initial state's gradient, from fwp.scan_grad. `dFinalState` is
-  /// read only if the description has one. Checks as forward() does.
+  /// read only if the description has one. Outputs may not alias an input
+  /// or each other. Checks as forward() does.
   void backward(int64_t seqLen, int64_t batch, int64_t heads, const void *q,
                 const void *k, const void *v, const void *beta,
                 const void *initial, const void *dy, const void *dFinalState,
