@@ -67,7 +67,9 @@ FWP_CAPI const char *fwp_cache_directory(void);
  * stream's order (PyTorch's caching allocator is such an allocator); the
  * call then returns once the work is issued, without waiting for it. With
  * `alloc` NULL, scratch comes from cuMemAlloc and the call waits for its
- * work to finish. `alloc` returns 0 if it has no memory. */
+ * work to finish. `alloc` returns 0 if it has no memory, else an address
+ * aligned to 16 bytes at least (cuMemAlloc and PyTorch's allocator give
+ * 256 and 512). */
 typedef struct fwp_cuda_call {
   void *stream;
   uint64_t (*alloc)(void *user, uint64_t bytes);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MmaProducts.h"
+#include "KnownAlignment.h"
 
 #include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -240,6 +241,18 @@ int64_t ProductLowering::stagedFloats(int64_t budgetFloats) const {
   return floats <= budgetFloats ? floats : 0;
 }
 
+int64_t ProductLowering::copyWidth(Value source, const StagedLayout &layout,
+                                   Value colOffset) const {
+  int64_t threads = numWarps * kWarpSize;
+  auto [strides, offset] =
+      cast<MemRefType>(source.getType()).getStridesAndOffset();
+  bool wide = layout.cols % kWideCopy == 0 && layout.stride % kWideCopy == 0 &&
+              (layout.rows * layout.cols) % (threads * kWideCopy) == 0 &&
+              strides.back() == 1 && rowsStartAligned(source, kWideCopy) &&
+              knownPowerOfTwoDivisor(colOffset) % kWideCopy == 0;
+  return wide ? kWideCopy : 1;
+}
+
 Operation *ProductLowering::lowerStaged(Value stage) {
   Value zero = index(0);
   int64_t kBlock = std::min(depth, kStageDepth);
@@ -306,11 +319,13 @@ Operation *ProductLowering::lowerStaged(Value stage) {
         continue;
       const StagedLayout &l = layouts[operand];
       Window from = window(maps[operand], {zero, zero, k0}, extent);
-      // Element e = i * threads + tid of the rows x cols window, 4 bytes
-      // each: the window's offsets need no alignment.
+      // Elements [e, e + width) with e = (i * threads + tid) * width of the
+      // rows x cols window: 16 bytes a copy where every one starts aligned,
+      // else 4 bytes, whose offsets need no alignment.
       int64_t threads = numWarps * kWarpSize;
-      for (int64_t i = 0; i < l.rows * l.cols / threads; ++i) {
-        AffineExpr e = b.getAffineSymbolExpr(0) + i * threads;
+      int64_t width = copyWidth(sources[operand], l, from.offsets[1]);
+      for (int64_t i = 0; i < l.rows * l.cols / (threads * width); ++i) {
+        AffineExpr e = (b.getAffineSymbolExpr(0) + i * threads) * width;
         Value r = apply(e.floorDiv(l.cols), {}, tid);
         Value c = apply(e % l.cols, {}, tid);
         Value srcRow = apply(b.getAffineDimExpr(0) + b.getAffineDimExpr(1),
@@ -320,8 +335,8 @@ Operation *ProductLowering::lowerStaged(Value stage) {
         copies.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), views[operand],
             ValueRange{r, c}, sources[operand], ValueRange{srcRow, srcCol},
-            b.getIndexAttr(1),
-            /*srcElements=*/Value(), /*bypassL1=*/UnitAttr()));
+            b.getIndexAttr(width), /*srcElements=*/Value(),
+            /*bypassL1=*/width == kWideCopy ? b.getUnitAttr() : UnitAttr()));
       }
     }
     Value group = nvgpu::DeviceAsyncCreateGroupOp::create(

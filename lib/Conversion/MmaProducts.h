@@ -45,6 +45,8 @@ constexpr int64_t kWarpTileCols = 32;
 /// stage are its configuration's stage_floats, less what its local tiles
 /// leave of the 48 KiB a block has without opting in.)
 constexpr int64_t kStageDepth = 32;
+/// Floats of a wide cp.async: 16 bytes, the most one copies.
+constexpr int64_t kWideCopy = 4;
 /// Warp tiles a warp keeps at once, at most (16 accumulator registers
 /// each); a wider product is split into column pieces (splitWideProduct),
 /// each staging its own operand windows. One, because the registers go
@@ -114,6 +116,11 @@ private:
     int64_t floats() const { return rows * stride; }
   };
   StagedLayout stagedLayout(AffineMap map) const;
+  /// Elements per cp.async of an operand staged from `source` into
+  /// `layout`, whose window starts at column `colOffset`: kWideCopy where
+  /// every copy's source and destination are 16-byte aligned, else 1.
+  int64_t copyWidth(Value source, const StagedLayout &layout,
+                    Value colOffset) const;
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
   Value apply(AffineExpr expr, ValueRange dims, ValueRange symbols) {

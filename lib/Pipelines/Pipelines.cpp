@@ -58,6 +58,10 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/Support/CommandLine.h"
+
+#include <mutex>
+
 using namespace mlir;
 
 namespace fwp {
@@ -150,8 +154,22 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+/// 32-bit addresses for shared memory (LLVM's NVPTX option, as Triton
+/// sets it): a kernel keeps half the registers for its tiles' addresses,
+/// which LLVM computes once before the loop over a kernel's chunks.
+static void useShortSharedPointers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto &registered = llvm::cl::getRegisteredOptions();
+    auto found = registered.find("nvptx-short-ptr");
+    if (found != registered.end())
+      static_cast<llvm::cl::opt<bool> *>(found->second)->setValue(true);
+  });
+}
+
 void buildFwpToPtxPipeline(OpPassManager &pm,
                            const PtxPipelineOptions &options) {
+  useShortSharedPointers();
   FwpConfigureKernelsOptions kernels;
   kernels.target = KernelTarget::Gpu;
   kernels.chunkSize = options.chunkSize;

@@ -190,7 +190,9 @@ public:
   mlir::Value substitute(mlir::Value m, mlir::Value base);
   /// A = (I + L)^-1 for L, the chunk x chunk m's part below the diagonal:
   /// by 16 x 16 blocks where the chunk holds two or more (section 8), each
-  /// diagonal block by substitution, the rest by products.
+  /// diagonal block by substitution, the rest by products (on the CPU only
+  /// those below the diagonal; on the GPU a whole block row at a time, in
+  /// one loop).
   mlir::Value inverse(mlir::Value m);
 
   mlir::ImplicitLocOpBuilder &b;

@@ -182,9 +182,46 @@ Value ChunkTiles::substitute(Value m, Value base) {
   return solved;
 }
 
+/// A by one loop over its block rows, each row block's products taking the
+/// whole chunk: M_i A (16 x C) reads zeros from the rows of A not solved
+/// yet, so A_ij = -A_ii (M_i A)_j comes out for every j < i at once, and
+/// zero at and past the diagonal, where A_ii then goes. One loop body
+/// rather than one piece of code per block row: on the GPU each piece's
+/// addresses, computed once before the kernel's loop over its chunks,
+/// held registers across the whole kernel.
+static Value inverseInOneLoop(ChunkTiles &tiles, Value m) {
+  int64_t step = kTriangleBlock, chunk = tiles.chunk;
+  ImplicitLocOpBuilder &b = tiles.b;
+  Value unit = tiles.identity(step);
+  auto rows = scf::ForOp::create(
+      b, tiles.index(0), tiles.index(chunk), tiles.index(step),
+      ValueRange{tiles.zeros({chunk, chunk})},
+      [&](OpBuilder &nb, Location loc, Value row, ValueRange iterArgs) {
+        ImplicitLocOpBuilder rb(loc, nb);
+        ChunkTiles t(rb, tiles);
+        OpFoldResult zero = rb.getIndexAttr(0);
+        OpFoldResult rowSize = rb.getIndexAttr(step);
+        OpFoldResult width = rb.getIndexAttr(chunk);
+        auto blockRow = t.region({row, zero}, {rowSize, width});
+        auto diagonalBlock = t.region({row, row}, {rowSize, rowSize});
+        Value diagonal =
+            t.substitute(t.extract(m, {step, step}, diagonalBlock), unit);
+        Value sum =
+            t.product(ProductForm::NN, t.extract(m, {step, chunk}, blockRow),
+                      iterArgs[0], t.zeros({step, chunk}));
+        Value left = t.product(ProductForm::NN, diagonal, sum,
+                               t.zeros({step, chunk}), /*subtract=*/true);
+        Value inverse = t.place(left, iterArgs[0], blockRow);
+        scf::YieldOp::create(rb, t.place(diagonal, inverse, diagonalBlock));
+      });
+  return rows.getResult(0);
+}
+
 Value ChunkTiles::inverse(Value m) {
   if (!hasTriangleBlocks(*this))
     return substitute(m, identity(chunk));
+  if (!rowBlocks)
+    return inverseInOneLoop(*this, m);
   int64_t step = kTriangleBlock;
   Value unit = identity(step);
   Value inverse = zeros({chunk, chunk});

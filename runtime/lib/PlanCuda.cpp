@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace fwp::rt {
 namespace {
 
@@ -239,6 +241,13 @@ DeviceScratch::DeviceScratch(const DeviceCall &call, size_t bytes)
       throw Error(fmt::format("the caller's allocator gave no memory for {} "
                               "bytes of scratch",
                               bytes));
+    // The kernels copy tiles of their scratch 16 bytes at a time.
+    if (ptr_ % 16) {
+      call.release(std::exchange(ptr_, 0));
+      throw Error(fmt::format("the caller's allocator gave scratch that is "
+                              "not aligned to 16 bytes ({} bytes)",
+                              bytes));
+    }
   } else {
     owned_ = DeviceBuffer(bytes);
     ptr_ = owned_.ptr();

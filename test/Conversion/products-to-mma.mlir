@@ -65,6 +65,42 @@ func.func @product(%q: !q, %kt: !kt, %p: !p) {
 
 // -----
 
+// The same product on views of allocations (a kernel's scratch), each row
+// a multiple of 4 floats from the allocation's start: every copy takes 16
+// bytes (cp.async.cg), 4 of q's window and 2 of kt's a thread per piece.
+// The product above reads function arguments, which may be anywhere: 4
+// bytes a copy.
+// CHECK-LABEL: func @aligned_operands
+// CHECK-COUNT-4: nvgpu.device_async_copy %{{.*}}, %{{.*}}[{{.*}}], 4 {bypassL1}
+// CHECK-COUNT-2: nvgpu.device_async_copy %{{.*}}, %{{.*}}[{{.*}}], 4 {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK-COUNT-4: nvgpu.device_async_copy %{{.*}}, %{{.*}}[{{.*}}], 4 {bypassL1}
+// CHECK-COUNT-2: nvgpu.device_async_copy %{{.*}}, %{{.*}}[{{.*}}], 4 {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK-NOT: nvgpu.device_async_copy
+// ONE-LABEL: func @aligned_operands
+// CORES-LABEL: func @aligned_operands
+!q = memref<64x128xf32, strided<[128, 1], offset: ?>>
+!kt = memref<128x64xf32, strided<[64, 1], offset: ?>>
+!p = memref<64x64xf32, strided<[64, 1], offset: ?>>
+func.func @aligned_operands(%n: index) {
+  %q = memref.alloc(%n) : memref<?x64x128xf32>
+  %kt = memref.alloc(%n) : memref<?x128x64xf32>
+  %p = memref.alloc(%n) : memref<?x64x64xf32>
+  scf.forall (%i) in (%n) {
+    %qi = memref.subview %q[%i, 0, 0] [1, 64, 128] [1, 1, 1]
+        : memref<?x64x128xf32> to !q
+    %kti = memref.subview %kt[%i, 0, 0] [1, 128, 64] [1, 1, 1]
+        : memref<?x128x64xf32> to !kt
+    %pi = memref.subview %p[%i, 0, 0] [1, 64, 64] [1, 1, 1]
+        : memref<?x64x64xf32> to !p
+    linalg.matmul ins(%qi, %kti : !q, !kt) outs(%pi : !p)
+  } {fwp.kernel = "k"}
+  return
+}
+
+// -----
+
 // The state update's product reads its left operand transposed
 // (S += U^T K, 32 x 128 from 64 x 32 and 64 x 128): 8 warp tiles, so two
 // column pieces of 32 x 64, each staged as stored: U's 32 x 32 window with

@@ -35,15 +35,15 @@ func.func @wy(%k: tensor<40x2x4x32xf32>, %v: tensor<40x2x4x8xf32>,
 
 // -----
 
-// On the GPU, with two blocks of 16 in a chunk: A formed by blocks (each
-// diagonal block solved a row at a time, the block below it by two
-// products), then Wt and Ut as whole products of A.
+// On the GPU, with two blocks of 16 in a chunk: A formed by one loop over
+// its block rows (each diagonal block solved a row at a time, the rows left
+// of it by two products over the whole chunk), then Wt and Ut as whole
+// products of A.
 // GPU-LABEL: func @wy_by_blocks
-// GPU: scf.for %{{.*}} = %c0{{.*}} to %c16
-// GPU: scf.for %{{.*}} = %c0{{.*}} to %c16
-// GPU: %[[SUM:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32>)
-// GPU: linalg.matmul ins(%{{.*}}, %[[SUM]] : tensor<16x16xf32>, tensor<16x16xf32>)
-// GPU: %[[A:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[16, 16] [16, 16]
+// GPU: %[[A:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c32{{.*}} step %c16{{.*}} iter_args(%[[ROWS:.*]] = %{{.*}}) -> (tensor<32x32xf32>)
+// GPU: %[[DIAG:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c16
+// GPU: %[[SUM:.*]] = linalg.matmul ins(%{{.*}}, %[[ROWS]] : tensor<16x32xf32>, tensor<32x32xf32>)
+// GPU: linalg.matmul ins(%[[DIAG]], %[[SUM]] : tensor<16x16xf32>, tensor<16x32xf32>)
 // GPU: linalg.matmul ins(%[[A]], %{{.*}} : tensor<32x32xf32>, tensor<32x32xf32>)
 // GPU: linalg.matmul ins(%[[A]], %{{.*}} : tensor<32x32xf32>, tensor<32x8xf32>)
 // GPU: {fwp.kernel = "chunk_wy"

@@ -236,6 +236,43 @@ TEST_P(CudaScanOnGpuTest, DeviceBuffersMatchReference) {
   EXPECT_LE(relativeError(download(ginit), refGrad.initialState), 1e-4);
 }
 
+/// Scratch from the caller's allocator at an address the kernels' 16-byte
+/// copies cannot take is refused, and given back.
+TEST_P(CudaScanOnGpuTest, MisalignedScratchIsRefused) {
+  ScanDesc d = cudaScan(GetParam(), 1);
+  auto scan = fwp::jit::compileScanUncached(d, "");
+  const int64_t T = 5, B = 1, H = 1;
+  size_t rows = T * B * H, states = B * H * d.dValue * 2 * d.dInput;
+  fwp::rt::Stream stream;
+  std::vector<std::unique_ptr<fwp::rt::DeviceBuffer>> scratch;
+  std::vector<uint64_t> released;
+  fwp::rt::DeviceCall call;
+  call.stream = stream.handle();
+  call.allocate = [&](size_t bytes) {
+    scratch.push_back(std::make_unique<fwp::rt::DeviceBuffer>(bytes + 16));
+    return scratch.back()->ptr() + 4;
+  };
+  call.release = [&](uint64_t ptr) { released.push_back(ptr); };
+  fwp::rt::DeviceBuffer q(rows * d.dInput * 4), k(rows * d.dInput * 4),
+      v(rows * d.dValue * 4), beta(rows * 4), initial(states * 4),
+      y(rows * d.dValue * 4), final(states * 4);
+  auto ptr = [](const fwp::rt::DeviceBuffer &b) {
+    return reinterpret_cast<void *>(b.ptr());
+  };
+  try {
+    scan->forwardOnDevice(T, B, H, ptr(q), ptr(k), ptr(v), ptr(beta),
+                          ptr(initial), ptr(y), ptr(final), call);
+    FAIL() << "misaligned scratch was taken";
+  } catch (const std::exception &e) {
+    EXPECT_NE(std::string(e.what()).find("not aligned to 16 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  stream.synchronize();
+  ASSERT_FALSE(scratch.empty());
+  EXPECT_EQ(released.size(), scratch.size());
+}
+
 INSTANTIATE_TEST_SUITE_P(Rules, CudaScanOnGpuTest,
                          ::testing::Values(Rule::Delta, Rule::Sum),
                          [](const auto &info) {

@@ -148,8 +148,9 @@ private:
 struct DeviceCall {
   int device = 0;            // the device (ordinal) of the call's memory
   CUstream stream = nullptr; // nullptr: the legacy default stream
-  /// `bytes` (> 0) of device memory, usable in `stream`'s order; 0 if
-  /// there is none (the call then fails naming the size).
+  /// `bytes` (> 0) of device memory, usable in `stream`'s order, at an
+  /// address aligned to 16 bytes; 0 if there is none (the call then fails
+  /// naming the size).
   std::function<uint64_t(size_t bytes)> allocate;
   std::function<void(uint64_t ptr)> release;
 
