@@ -149,30 +149,41 @@ void placeInSharedMemory(RewriterBase &rewriter, scf::ForallOp kernel,
   replaceTile(rewriter, alloc, tile);
 }
 
+/// Where a kernel's instance finds its slice of a scratch buffer: at
+/// `slot` (one index per dimension of `slots`, the scratch's leading
+/// dimensions), views made after `after` (null: at the start of `block`).
+struct ScratchSlot {
+  SmallVector<OpFoldResult> slots;
+  SmallVector<Value> slot;
+  Block *block;
+  Operation *after;
+};
+
 /// The tile as the instance's slice of a global scratch buffer with one
-/// for every instance of `kernel` (normalized: from 0 by 1).
+/// slice per slot.
 void placeInScratch(RewriterBase &rewriter, scf::ForallOp kernel,
-                    memref::AllocOp alloc) {
+                    const ScratchSlot &where, memref::AllocOp alloc) {
   MemRefType type = alloc.getType();
-  SmallVector<OpFoldResult> instances = kernel.getMixedUpperBound();
   SmallVector<int64_t> shape;
   SmallVector<Value> dynamicSizes;
-  dispatchIndexOpFoldResults(instances, dynamicSizes, shape);
+  dispatchIndexOpFoldResults(where.slots, dynamicSizes, shape);
   llvm::append_range(shape, type.getShape());
   rewriter.setInsertionPoint(kernel);
   Value scratch = memref::AllocOp::create(
       rewriter, alloc.getLoc(), MemRefType::get(shape, type.getElementType()),
       dynamicSizes, alloc.getAlignmentAttr());
 
-  SmallVector<OpFoldResult> offsets =
-      getAsOpFoldResult(kernel.getInductionVars());
+  SmallVector<OpFoldResult> offsets = getAsOpFoldResult(where.slot);
   SmallVector<OpFoldResult> sizes(offsets.size(), rewriter.getIndexAttr(1));
   for (int64_t size : type.getShape()) {
     offsets.push_back(rewriter.getIndexAttr(0));
     sizes.push_back(rewriter.getIndexAttr(size));
   }
   SmallVector<OpFoldResult> strides(offsets.size(), rewriter.getIndexAttr(1));
-  rewriter.setInsertionPointToStart(kernel.getBody());
+  if (where.after)
+    rewriter.setInsertionPointAfter(where.after);
+  else
+    rewriter.setInsertionPointToStart(where.block);
   MemRefType sliceType = memref::SubViewOp::inferRankReducedResultType(
       type.getShape(), cast<MemRefType>(scratch.getType()), offsets, sizes,
       strides);
@@ -183,9 +194,10 @@ void placeInScratch(RewriterBase &rewriter, scf::ForallOp kernel,
 
 /// `kernel` (normalized, without shared outputs) as n = min(its instances,
 /// `slots`) instances on a 1-d grid, instance s taking the original
-/// instances s, s + n, ... (in row-major order) in turn: the new kernel.
-scf::ForallOp dealOutToSlots(RewriterBase &rewriter, scf::ForallOp kernel,
-                             int64_t slots) {
+/// instances s, s + n, ... (in row-major order) in turn: the new kernel,
+/// and where its instances find their scratch.
+std::pair<scf::ForallOp, ScratchSlot>
+dealOutToSlots(RewriterBase &rewriter, scf::ForallOp kernel, int64_t slots) {
   Location loc = kernel.getLoc();
   rewriter.setInsertionPoint(kernel);
   SmallVector<OpFoldResult> grid = kernel.getMixedUpperBound();
@@ -208,6 +220,12 @@ scf::ForallOp dealOutToSlots(RewriterBase &rewriter, scf::ForallOp kernel,
   auto items = scf::ForOp::create(rewriter, loc, dealt.getInductionVars()[0],
                                   total, instances);
   rewriter.setInsertionPointToStart(items.getBody());
+  // The slot is the instance's (item mod n = s), found again each
+  // iteration: views of it that LLVM takes as loop-invariant would have
+  // their addresses computed once, before the loop, and held in registers
+  // through every iteration (255 a thread and spills, at 187 without).
+  Value slot =
+      arith::RemUIOp::create(rewriter, loc, items.getInductionVar(), instances);
   auto point = affine::AffineDelinearizeIndexOp::create(
       rewriter, loc, items.getInductionVar(), grid);
   Block *body = kernel.getBody();
@@ -215,7 +233,8 @@ scf::ForallOp dealOutToSlots(RewriterBase &rewriter, scf::ForallOp kernel,
   rewriter.inlineBlockBefore(body, items.getBody()->getTerminator(),
                              point.getResults());
   rewriter.eraseOp(kernel);
-  return dealt;
+  ScratchSlot where{{instances}, {slot}, items.getBody(), point};
+  return {dealt, where};
 }
 
 struct GpuTilesPass : impl::FwpGpuTilesBase<GpuTilesPass> {
@@ -255,16 +274,19 @@ struct GpuTilesPass : impl::FwpGpuTilesBase<GpuTilesPass> {
     }
     // Scratch for every instance would grow with the problem: the
     // configuration's slots bound it.
+    ScratchSlot where{kernel.getMixedUpperBound(), kernel.getInductionVars(),
+                      kernel.getBody(), nullptr};
     if (!inScratch.empty() && config.getScratchSlots() > 0) {
       if (!kernel.getOutputs().empty())
         return kernel.emitOpError("fwp-gpu-tiles: a kernel with shared "
                                   "outputs cannot take scratch slots");
-      kernel = dealOutToSlots(rewriter, kernel, config.getScratchSlots());
+      std::tie(kernel, where) =
+          dealOutToSlots(rewriter, kernel, config.getScratchSlots());
     }
     for (memref::AllocOp alloc : inShared)
       placeInSharedMemory(rewriter, kernel, alloc);
     for (memref::AllocOp alloc : inScratch)
-      placeInScratch(rewriter, kernel, alloc);
+      placeInScratch(rewriter, kernel, where, alloc);
     WalkResult left = kernel.getBody()->walk([](memref::AllocOp alloc) {
       alloc.emitOpError("fwp-gpu-tiles: a GPU kernel cannot allocate this "
                         "tile (dynamic, carried by a loop, or leaving its "

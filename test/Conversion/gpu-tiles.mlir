@@ -4,19 +4,21 @@
 // tile goes to the block's shared memory; past them, to a global scratch
 // buffer, and then the kernel runs at most scratch_slots instances (a 1-d
 // grid), each taking the 4 x n points in turn with its slice of the
-// scratch. A tile made in a loop of the kernel is made once, at the start
-// of its body.
+// scratch (found again each turn, as item mod slots, so that LLVM does not
+// keep its addresses from before the loop). A tile made in a loop of the
+// kernel is made once, at the start of its body.
 // CHECK-LABEL: func @shared_then_scratch
 // CHECK-SAME: (%[[N:.*]]: index,
 // CHECK: %[[POINTS:.*]] = arith.muli %{{.*}}, %[[N]]
 // CHECK: %[[SLOTS:.*]] = arith.minsi %[[POINTS]], %{{.*}} : index
 // CHECK: %[[SCRATCH:.*]] = memref.alloc(%[[SLOTS]]) {alignment = 64 : i64} : memref<?x32x32xf32>
 // CHECK: scf.forall (%[[S:.*]]) in (%[[SLOTS]])
-// CHECK-DAG: %[[GRAM:.*]] = memref.subview %[[SCRATCH]][%[[S]], 0, 0] [1, 32, 32] [1, 1, 1] : memref<?x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
 // CHECK-DAG: %[[ROWS:.*]] = memref.alloca() : memref<32xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[ROW:.*]] = memref.alloca() : memref<8xf32, #gpu.address_space<workgroup>>
 // CHECK: scf.for %[[ITEM:.*]] = %[[S]] to %[[POINTS]] step %[[SLOTS]]
+// CHECK: %[[SLOT:.*]] = arith.remui %[[ITEM]], %[[SLOTS]]
 // CHECK: affine.delinearize_index %[[ITEM]] into (4, %[[N]])
+// CHECK: %[[GRAM:.*]] = memref.subview %[[SCRATCH]][%[[SLOT]], 0, 0] [1, 32, 32] [1, 1, 1] : memref<?x32x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[ROWS]] : memref<32xf32, #gpu.address_space<workgroup>>)
 // CHECK: %[[VIEW:.*]] = memref.subview %[[GRAM]][0, 0] [32, 8] [1, 1] : memref<32x32xf32, strided<[32, 1], offset: ?>> to memref<32x8xf32, strided<[32, 1], offset: ?>>
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[VIEW]] : {{.*}})
