@@ -63,7 +63,10 @@ def FwpProductsToMma : Pass<"fwp-products-to-mma", "::mlir::ModuleOp"> {
     in shared memory 32 steps of k at a time: every thread copies its share
     with `nvgpu.device_async_copy` (cp.async) into a workgroup buffer (one
     `memref.global` per kernel, rows padded so fragment loads hit distinct
-    banks), then waits and meets the block at a barrier; A fragments come
+    banks), 16 bytes a copy where every row of the operand provably starts
+    a multiple of 4 floats into an allocation (`KnownAlignment.h`; a
+    function argument may be anywhere: 4 bytes a copy), then waits and
+    meets the block at a barrier; A fragments come
     from it by `ldmatrix`. Otherwise the operands are read where they are.
     A `gpu.barrier` follows each product. The function's kernel
     configuration (`fwp-configure-kernels`; without one, the GPU's default)
@@ -246,7 +249,9 @@ def FwpGpuTiles : Pass<"fwp-gpu-tiles", "::mlir::func::FuncOp"> {
     fwp-stack-tiles asks) and is only read, written and viewed through
     `memref.subview` is made once per kernel instance (thread block):
     smallest first while the configuration's `local_bytes` last, as a
-    workgroup `memref.alloca` at the start of the kernel's body; the others
+    workgroup `memref.alloca` at the start of the kernel's body (rows of a
+    multiple of 16 elements padded by 4, counted against `local_bytes`, so
+    that a fragment's 8 rows start in distinct banks); the others
     as the instance's slice of a scratch buffer allocated before the kernel
     with one slice per instance. Before that, the kernel's `scf.for` loops
     drop the tiles they only carry (scf.for's canonicalization), and copies
@@ -255,7 +260,10 @@ def FwpGpuTiles : Pass<"fwp-gpu-tiles", "::mlir::func::FuncOp"> {
     configuration's `scratch_slots` instances on a 1-d grid, each taking the
     original grid's points in turn (a grid-stride `scf.for` from its slot,
     stepping by the grid's size, and `affine.delinearize_index`), its
-    scratch a slice per slot. A tile that cannot be placed (dynamic,
+    scratch a slice per slot, found again each turn as the item modulo the
+    slots (addresses LLVM takes as loop-invariant would be computed before
+    the loop and held in registers through it). A tile that cannot be
+    placed (dynamic,
     carried by a loop, leaving its block) is an error: a GPU kernel cannot
     allocate.
 
@@ -280,11 +288,12 @@ def FwpGpuTiles : Pass<"fwp-gpu-tiles", "::mlir::func::FuncOp"> {
     %slots = arith.minsi %points, %c512 : index
     %scratch = memref.alloc(%slots) : memref<?x64x64xf32>
     scf.forall (%s) in (%slots) {
-      %gram = memref.subview %scratch[%s, 0, 0] [1, 64, 64] [1, 1, 1]
-          : memref<?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
       %rows = memref.alloca() : memref<64xf32, #gpu.address_space<workgroup>>
       scf.for %item = %s to %points step %slots {
+        %slot = arith.remui %item, %slots : index
         %b, %c = affine.delinearize_index %item into (%nb, %nc) : index, index
+        %gram = memref.subview %scratch[%slot, 0, 0] [1, 64, 64] [1, 1, 1]
+            : memref<?x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
         ...
       }
     } {fwp.kernel = "k", mapping = [#gpu.block<x>]}
