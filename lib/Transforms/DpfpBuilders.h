@@ -29,6 +29,13 @@ mlir::Value createRowSums(mlir::OpBuilder &b, mlir::Location loc,
 /// The column-range forms for a chunk's rows inside a kernel
 /// (DpfpColumns.cpp): no gathers, so they vectorize.
 
+/// Whether the map `op` goes by column ranges: inside a kernel for the
+/// host's vector units (the GPU's kernels on the host too). The GPU's
+/// kernels take the gathering form, one pass of the block's threads over
+/// the features rather than one per column range, each through shared
+/// memory. (The gradient goes by column ranges in every kernel.)
+bool mapsByColumns(mlir::Operation *op);
+
 /// Columns [offset, offset + width) of `value`, [..., W], all its rows.
 mlir::Value columns(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                     int64_t offset, int64_t width);

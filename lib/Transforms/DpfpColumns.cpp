@@ -10,6 +10,9 @@
 
 #include "DpfpBuilders.h"
 
+#include "fwp/Transforms/KernelConfig.h"
+#include "fwp/Transforms/Kernels.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -19,6 +22,11 @@ using namespace mlir;
 namespace fwp {
 
 /// Columns [offset, offset + width) of `value`, [..., W], all its rows.
+bool mapsByColumns(Operation *op) {
+  return isInsideKernel(op) &&
+         kernelConfigOf(op, KernelTarget::Cpu).getTarget() != KernelTarget::Gpu;
+}
+
 Value columns(OpBuilder &b, Location loc, Value value, int64_t offset,
               int64_t width) {
   auto type = cast<RankedTensorType>(value.getType());

@@ -14,7 +14,6 @@
 #include "DpfpBuilders.h"
 
 #include "fwp/Dialect/FwpOps.h"
-#include "fwp/Transforms/Kernels.h"
 #include "fwp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
@@ -159,7 +158,7 @@ struct LowerDpfpPattern : OpRewritePattern<DpfpOp> {
             resultType.getShape(), ArrayRef<int64_t>{2 * d * nu})),
         inputType.getElementType());
     Value phi =
-        isInsideKernel(op)
+        mapsByColumns(op)
             ? createProductsByColumns(
                   rewriter, loc, createRelus(rewriter, loc, op.getInput(), d),
                   sizes, d, nu)

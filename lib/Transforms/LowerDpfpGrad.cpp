@@ -96,7 +96,8 @@ struct LowerDpfpGrad : OpRewritePattern<DpfpGradOp> {
     };
 
     int64_t features = 2 * d * nu;
-    // Inside a kernel (a chunk's rows): column ranges, which vectorize.
+    // Inside a kernel (a chunk's rows): column ranges, which vectorize (and
+    // on the GPU need no tile of the gathering form's shifts).
     bool inKernel = isInsideKernel(op);
     Value x = inKernel ? createRelus(rewriter, loc, input, d) : Value();
     Value phi =

@@ -1,4 +1,7 @@
 // RUN: fwp-opt %s -fwp-lower-dpfp -split-input-file -verify-diagnostics | FileCheck %s
+// A GPU configuration's kernels map by the gathering form: one pass of the
+// block's threads over the features, not one per column range.
+// RUN: fwp-opt %s -fwp-configure-kernels=target=gpu -fwp-lower-dpfp -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=GPU
 
 // A DPFP map outside a scan: the products (each gathering x[j] and
 // x[(j - i) mod 2d] of relu([k, -k])), their sum per vector, and
@@ -24,6 +27,13 @@ func.func @dpfp(%k: tensor<?x3xf32>) -> tensor<?x12xf32> {
 // x[:, i:] * x[:, :2d-i] into columns i.. and x[:, :i] * x[:, 2d-i:] into
 // columns 0.. of the shift's 2d.
 // CHECK-LABEL: func @dpfp_in_kernel
+// GPU-LABEL: func @dpfp_in_kernel
+// GPU: linalg.generic {{.*}} outs(%{{.*}} : tensor<16x12xf32>)
+// GPU:   tensor.extract %{{.*}} : tensor<16x3xf32>
+// GPU:   arith.mulf
+// GPU-NOT: tensor.insert_slice
+// GPU: arith.divf
+// GPU: {fwp.kernel = "chunk_forward"}
 // CHECK-NOT: tensor.extract %
 // CHECK: %[[X:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 3] [16, 3] [1, 1] : tensor<16x3xf32> into tensor<16x6xf32>
 // CHECK: %[[RIGHT:.*]] = tensor.extract_slice %[[X]][0, 1] [16, 5] [1, 1]
