@@ -8,6 +8,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 
 using namespace mlir;
@@ -21,7 +22,9 @@ constexpr int64_t kLargest = int64_t(1) << 20;
 int64_t powerOfTwoDividing(int64_t value) {
   if (value == 0)
     return kLargest;
-  return std::min(kLargest, value & -value);
+  // The lowest set bit, in unsigned arithmetic (no overflow at INT64_MIN).
+  uint64_t bits = uint64_t(value);
+  return int64_t(std::min(uint64_t(kLargest), bits & (~bits + 1)));
 }
 
 int64_t product(int64_t a, int64_t b) { return std::min(kLargest, a * b); }
@@ -102,8 +105,8 @@ std::optional<Divisors> divisorsOf(Value view) {
     return identityDivisors(type);
   // An expand_shape of a whole allocation is that allocation, reshaped.
   if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(op)) {
-    std::optional<Divisors> source = divisorsOf(expand.getSrc());
-    if (!source || source->offset != kLargest ||
+    // Identity layouts on both sides: offset 0, strides from the shapes.
+    if (!divisorsOf(expand.getSrc()) ||
         !expand.getSrcType().getLayout().isIdentity() ||
         !type.getLayout().isIdentity())
       return std::nullopt;
