@@ -139,7 +139,9 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     (`linalg.copy`) into a zero tile of `chunk_size` rows (zero rows write
     nothing and read nothing), so every product is a static
     `linalg.generic` contraction; `Wt` and `Ut` come from the forward
-    substitution of section 4, a row at a time. Results go back with
+    substitution of section 4, a row at a time (on a GPU configuration,
+    whose tensor cores its dependent rows would leave idle, as two products
+    of A, formed by 16 x 16 blocks: section 8). Results go back with
     `tensor.parallel_insert_slice`, the padding dropped. Every copy is a
     `linalg.copy` into the region it fills, so that bufferization leaves no
     `memref.copy` (a call into MLIR's runtime library, which compiled
