@@ -135,11 +135,11 @@ void placeInSharedMemory(RewriterBase &rewriter, scf::ForallOp kernel,
                                               gpu::AddressSpace::Workgroup);
   rewriter.setInsertionPointToStart(kernel.getBody());
   Location loc = alloc.getLoc();
+  SmallVector<int64_t> padded = sharedShape(type);
   Value tile = memref::AllocaOp::create(
       rewriter, loc,
-      MemRefType::get(sharedShape(type), type.getElementType(), AffineMap(),
-                      workgroup));
-  if (sharedShape(type) != type.getShape()) {
+      MemRefType::get(padded, type.getElementType(), AffineMap(), workgroup));
+  if (padded != type.getShape()) {
     SmallVector<OpFoldResult> zeros(type.getRank(), rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> ones(type.getRank(), rewriter.getIndexAttr(1));
     tile = memref::SubViewOp::create(
@@ -223,7 +223,7 @@ dealOutToSlots(RewriterBase &rewriter, scf::ForallOp kernel, int64_t slots) {
   // The slot is the instance's (item mod n = s), found again each
   // iteration: views of it that LLVM takes as loop-invariant would have
   // their addresses computed once, before the loop, and held in registers
-  // through every iteration (255 a thread and spills, at 187 without).
+  // through every iteration.
   Value slot =
       arith::RemUIOp::create(rewriter, loc, items.getInductionVar(), instances);
   auto point = affine::AffineDelinearizeIndexOp::create(

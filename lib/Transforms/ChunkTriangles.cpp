@@ -148,14 +148,14 @@ Value ChunkTiles::lowerProduct(ProductForm form, Triangular which, Value lhs,
 
 Value ChunkTiles::substitute(Value m, Value base) {
   auto type = cast<RankedTensorType>(base.getType());
-  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
-  int64_t step = rows % kTriangleBlock == 0 && rows > kTriangleBlock
+  int64_t height = type.getDimSize(0), width = type.getDimSize(1);
+  int64_t step = height % kTriangleBlock == 0 && height > kTriangleBlock
                      ? kTriangleBlock
-                     : rows;
+                     : height;
   Value solved = zeros(type.getShape());
   // Row r reads the rows above it only: those of its own block and the
   // blocks before, `span` rows in all.
-  for (int64_t first = 0; first < rows; first += step) {
+  for (int64_t first = 0; first < height; first += step) {
     int64_t span = first + step;
     auto rows = scf::ForOp::create(
         b, index(first), index(span), index(1), ValueRange{solved},

@@ -24,8 +24,8 @@ WyTiles chunkWy(ChunkTiles &tiles, KeyTile keys, Value values, Value gates) {
   Value gatedValues = tiles.scaleRows(gates, values);
   // The CPU's substitution skips the work above the diagonal; on the GPU its
   // rows are dependent steps that leave the tensor cores idle, so A is
-  // formed first (by blocks, half the work of its rows) and then applied in
-  // two whole products.
+  // formed first (by 16 x 16 blocks, ChunkTiles::inverse) and then applied
+  // in two whole products.
   if (tiles.rowBlocks)
     return {tiles.substitute(m, gatedKeys), tiles.substitute(m, gatedValues)};
   Value a = tiles.inverse(m);
