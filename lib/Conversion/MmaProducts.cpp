@@ -244,11 +244,11 @@ int64_t ProductLowering::stagedFloats(int64_t budgetFloats) const {
 int64_t ProductLowering::copyWidth(Value source, const StagedLayout &layout,
                                    Value colOffset) const {
   int64_t threads = numWarps * kWarpSize;
-  auto [strides, offset] =
-      cast<MemRefType>(source.getType()).getStridesAndOffset();
+  int64_t innerStride =
+      cast<MemRefType>(source.getType()).getStridesAndOffset().first.back();
   bool wide = layout.cols % kWideCopy == 0 && layout.stride % kWideCopy == 0 &&
               (layout.rows * layout.cols) % (threads * kWideCopy) == 0 &&
-              strides.back() == 1 && rowsStartAligned(source, kWideCopy) &&
+              innerStride == 1 && rowsStartAligned(source, kWideCopy) &&
               knownPowerOfTwoDivisor(colOffset) % kWideCopy == 0;
   return wide ? kWideCopy : 1;
 }
