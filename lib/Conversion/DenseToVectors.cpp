@@ -218,6 +218,11 @@ LogicalResult sumRowsInOrder(RewriterBase &rewriter, linalg::GenericOp op) {
 struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
   using FwpDenseToVectorsBase::FwpDenseToVectorsBase;
 
+  LogicalResult initialize(MLIRContext *ctx) override {
+    lowering = std::make_shared<VectorLowering>(ctx);
+    return success();
+  }
+
   void runOnOperation() override {
     DenseLayers layers = collectDenseLayers(getOperation());
     SmallVector<linalg::LinalgOp> blocks;
@@ -233,9 +238,11 @@ struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
       if (failed(
               tileAndVectorize(rewriter, block, {registerRows, registerCols})))
         return signalPassFailure();
-    if (!blocks.empty() && failed(lowerVectors(getOperation())))
+    if (!blocks.empty() && failed(lowerVectors(getOperation(), *lowering)))
       return signalPassFailure();
   }
+
+  std::shared_ptr<VectorLowering> lowering;
 };
 
 } // namespace

@@ -95,6 +95,11 @@ SmallVector<linalg::LinalgOp> transposeRightOperand(RewriterBase &rewriter,
 struct TilesToVectorsPass : impl::FwpTilesToVectorsBase<TilesToVectorsPass> {
   using FwpTilesToVectorsBase::FwpTilesToVectorsBase;
 
+  LogicalResult initialize(MLIRContext *ctx) override {
+    lowering = std::make_shared<VectorLowering>(ctx);
+    return success();
+  }
+
   void runOnOperation() override {
     Operation *root = getOperation();
     MLIRContext *ctx = &getContext();
@@ -119,9 +124,11 @@ struct TilesToVectorsPass : impl::FwpTilesToVectorsBase<TilesToVectorsPass> {
           return signalPassFailure();
     }
 
-    if (failed(lowerVectors(root)))
+    if (failed(lowerVectors(root, *lowering)))
       return signalPassFailure();
   }
+
+  std::shared_ptr<VectorLowering> lowering;
 };
 
 } // namespace

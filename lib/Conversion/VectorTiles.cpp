@@ -114,61 +114,69 @@ static void addCanonicalization(RewritePatternSet &patterns) {
     op.getCanonicalizationPatterns(patterns, ctx);
 }
 
-LogicalResult lowerVectors(Operation *root) {
-  MLIRContext *ctx = root->getContext();
-  IRRewriter rewriter(ctx);
-  // Transfers index the buffers themselves, loop invariants leave the
-  // loops, and each product's accumulator stays in registers across its
-  // k loop.
-  {
-    RewritePatternSet patterns(ctx);
-    memref::populateFoldMemRefAliasOpPatterns(patterns);
-    addCanonicalization(patterns);
-    if (failed(applyPatternsGreedily(root, std::move(patterns))))
-      return root->emitError("vector lowering: folding the transfers into "
-                             "their buffers did not converge");
-    DominanceInfo dominance(root);
-    eliminateCommonSubExpressions(rewriter, dominance, root);
-    root->walk([](LoopLikeOpInterface loop) { moveLoopInvariantCode(loop); });
-    linalg::hoistRedundantVectorTransfers(root);
-  }
-  // Contractions become outer products. A row's reduction (the tiles are
-  // rows) stays one vector.reduction, not a transpose into a column of
-  // scalars and a chain of adds; a row broadcast from a column element
-  // folds into one broadcast, not a transpose of it.
-  {
-    RewritePatternSet patterns(ctx);
-    vector::populateVectorContractLoweringPatterns(
-        patterns, vector::VectorContractLowering::OuterProduct);
-    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
-    vector::populateVectorMultiReductionLoweringPatterns(
-        patterns, vector::VectorMultiReductionLowering::InnerReduction);
-    vector::TransposeOp::getCanonicalizationPatterns(patterns, ctx);
-    vector::BroadcastOp::getCanonicalizationPatterns(patterns, ctx);
-    vector::ShapeCastOp::getCanonicalizationPatterns(patterns, ctx);
-    if (failed(applyPatternsGreedily(root, std::move(patterns))))
-      return root->emitError("vector lowering: contractions to outer "
-                             "products did not converge");
-  }
-  // Down to 1-D loads, stores and FMAs. (No canonicalization here: it
-  // would fold the insert chains into element lists of hundreds of
-  // scalars.)
-  {
-    RewritePatternSet patterns(ctx);
-    populateVectorToSCFConversionPatterns(
-        patterns,
-        VectorTransferToSCFOptions().setTargetRank(1).enableFullUnroll());
-    vector::populateVectorTransferLoweringPatterns(patterns,
-                                                   /*maxTransferRank=*/1);
-    vector::populateVectorShapeCastLoweringPatterns(patterns);
-    vector::populateVectorTransposeLoweringPatterns(
-        patterns, vector::VectorTransposeLowering::Shuffle16x16);
-    vector::populateVectorOuterProductLoweringPatterns(patterns);
-    vector::populateVectorBroadcastLoweringPatterns(patterns);
-    if (failed(applyPatternsGreedily(root, std::move(patterns))))
-      return root->emitError("vector lowering: lowering to 1-D vectors did "
-                             "not converge");
-  }
+/// Transfers index the buffers themselves.
+static RewritePatternSet foldingPatterns(MLIRContext *ctx) {
+  RewritePatternSet patterns(ctx);
+  memref::populateFoldMemRefAliasOpPatterns(patterns);
+  addCanonicalization(patterns);
+  return patterns;
+}
+
+/// Contractions become outer products. A row's reduction (the tiles are
+/// rows) stays one vector.reduction, not a transpose into a column of
+/// scalars and a chain of adds; a row broadcast from a column element folds
+/// into one broadcast, not a transpose of it.
+static RewritePatternSet contractionPatterns(MLIRContext *ctx) {
+  RewritePatternSet patterns(ctx);
+  vector::populateVectorContractLoweringPatterns(
+      patterns, vector::VectorContractLowering::OuterProduct);
+  vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+  vector::populateVectorMultiReductionLoweringPatterns(
+      patterns, vector::VectorMultiReductionLowering::InnerReduction);
+  vector::TransposeOp::getCanonicalizationPatterns(patterns, ctx);
+  vector::BroadcastOp::getCanonicalizationPatterns(patterns, ctx);
+  vector::ShapeCastOp::getCanonicalizationPatterns(patterns, ctx);
+  return patterns;
+}
+
+/// Down to 1-D loads, stores and FMAs. (No canonicalization here: it would
+/// fold the insert chains into element lists of hundreds of scalars.)
+static RewritePatternSet oneDimensionalPatterns(MLIRContext *ctx) {
+  RewritePatternSet patterns(ctx);
+  populateVectorToSCFConversionPatterns(
+      patterns,
+      VectorTransferToSCFOptions().setTargetRank(1).enableFullUnroll());
+  vector::populateVectorTransferLoweringPatterns(patterns,
+                                                 /*maxTransferRank=*/1);
+  vector::populateVectorShapeCastLoweringPatterns(patterns);
+  vector::populateVectorTransposeLoweringPatterns(
+      patterns, vector::VectorTransposeLowering::Shuffle16x16);
+  vector::populateVectorOuterProductLoweringPatterns(patterns);
+  vector::populateVectorBroadcastLoweringPatterns(patterns);
+  return patterns;
+}
+
+VectorLowering::VectorLowering(MLIRContext *ctx)
+    : folding(foldingPatterns(ctx)), contractions(contractionPatterns(ctx)),
+      oneDimensional(oneDimensionalPatterns(ctx)) {}
+
+LogicalResult lowerVectors(Operation *root, const VectorLowering &patterns) {
+  // Loop invariants leave the loops, and each product's accumulator stays
+  // in registers across its k loop.
+  if (failed(applyPatternsGreedily(root, patterns.folding)))
+    return root->emitError("vector lowering: folding the transfers into "
+                           "their buffers did not converge");
+  IRRewriter rewriter(root->getContext());
+  DominanceInfo dominance(root);
+  eliminateCommonSubExpressions(rewriter, dominance, root);
+  root->walk([](LoopLikeOpInterface loop) { moveLoopInvariantCode(loop); });
+  linalg::hoistRedundantVectorTransfers(root);
+  if (failed(applyPatternsGreedily(root, patterns.contractions)))
+    return root->emitError("vector lowering: contractions to outer "
+                           "products did not converge");
+  if (failed(applyPatternsGreedily(root, patterns.oneDimensional)))
+    return root->emitError("vector lowering: lowering to 1-D vectors did "
+                           "not converge");
   return success();
 }
 

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
 
 #include "fwp/RegisterTile.h"
 
@@ -26,10 +27,20 @@ mlir::LogicalResult tileAndVectorize(mlir::RewriterBase &rewriter,
                                      mlir::linalg::LinalgOp op,
                                      RegisterTile tile);
 
+/// The pattern sets of lowerVectors' phases, frozen once per pass (a pass
+/// runs on every function, and the first set holds every operation's
+/// canonicalizations).
+struct VectorLowering {
+  explicit VectorLowering(mlir::MLIRContext *ctx);
+
+  mlir::FrozenRewritePatternSet folding, contractions, oneDimensional;
+};
+
 /// Lowers the vector code under `root`: transfers fold into the buffers,
 /// accumulators are hoisted out of their k loops, contractions become outer
 /// products, and everything becomes 1-D vector loads, stores and FMAs.
-mlir::LogicalResult lowerVectors(mlir::Operation *root);
+mlir::LogicalResult lowerVectors(mlir::Operation *root,
+                                 const VectorLowering &patterns);
 
 } // namespace fwp
 
