@@ -67,9 +67,9 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
 /// and writes a shared object `<outputDir>/kernel.so` exporting the
 /// C-interface entry points (_mlir_ciface_<name>) of the module's functions.
 /// The object is linked by the system's C compiler driver (`cc`, or $CC).
-/// Returns the seconds spent per stage ("passes", "llvm-opt", "codegen",
-/// "link"). `gpuTiling` is fwp-to-cpu's option of that name. Throws
-/// std::runtime_error as compileCpuModule does.
+/// Returns the seconds spent per stage (fwp::jit::StageTimes). `gpuTiling` is
+/// fwp-to-cpu's option of that name. Throws std::runtime_error as
+/// compileCpuModule does.
 std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   llvm::function_ref<void(mlir::ModuleOp)> build,

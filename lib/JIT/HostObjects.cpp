@@ -184,7 +184,7 @@ std::vector<llvm::SmallVector<char, 0>> splitIntoBitcode(llvm::Module &module,
   return bitcode;
 }
 
-/// The object code of the (optimised) bitcode `part`.
+/// The bitcode `part` optimised and compiled to object code.
 llvm::SmallVector<char, 0> compilePart(llvm::ArrayRef<char> part, int optLevel,
                                        const Failure &fail) {
   llvm::LLVMContext context;
@@ -195,6 +195,7 @@ llvm::SmallVector<char, 0> compilePart(llvm::ArrayRef<char> part, int optLevel,
     fail("reading a part of the module", llvm::toString(module.takeError()));
   std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(
       fail, /*positionIndependent=*/true, codeGenLevel(optLevel));
+  optimizeForHost(**module, optLevel, *tm);
   defineTruncSfBf2(**module);
   return emitObject(**module, *tm, fail);
 }
@@ -209,15 +210,16 @@ void buildSharedObject(std::unique_ptr<llvm::Module> module, int optLevel,
       fail, /*positionIndependent=*/true, codeGenLevel(optLevel));
   module->setDataLayout(tm->createDataLayout());
   module->setTargetTriple(tm->getTargetTriple());
-  // The optimiser sees the whole module (attributes it infers for a callee
-  // serve its callers); instruction selection and register allocation work
-  // a function at a time, so their parts run in parallel.
-  optimizeForHost(*module, optLevel, *tm);
+  // Each part is optimised and compiled on a thread of its own. The parts
+  // are whole functions (the kernels' tiles are noinline functions already,
+  // fwp-outline-tiles), so what the optimiser loses is what it would infer
+  // about a callee in another part; the kernels ran as fast either way
+  // (bench/results/compile-2026-11-27.md).
   unsigned parts = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   std::vector<llvm::SmallVector<char, 0>> bitcode =
       splitIntoBitcode(*module, parts);
   module.reset();
-  stages.emplace_back("llvm-opt", secondsSince(start));
+  stages.emplace_back("split", secondsSince(start));
 
   start = Clock::now();
   std::vector<std::future<llvm::SmallVector<char, 0>>> compiling;
@@ -235,7 +237,7 @@ void buildSharedObject(std::unique_ptr<llvm::Module> module, int optLevel,
     out.write(object.data(), object.size());
     objects.push_back(path);
   }
-  stages.emplace_back("codegen", secondsSince(start));
+  stages.emplace_back("llvm", secondsSince(start));
 
   start = Clock::now();
   linkSharedObject(objects, outputDir + "/kernel.so", fail);

@@ -27,10 +27,11 @@ std::unique_ptr<llvm::TargetMachine>
 hostTargetMachine(const Failure &fail, bool positionIndependent = false,
                   llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default);
 
-/// Optimises `module` at LLVM level `optLevel` (0-3) for the host, writes
-/// its object code to `outputDir`/kernel.so and appends the seconds spent
-/// to `stages` ("llvm-opt", "codegen", "link"). Code generation runs on up
-/// to one thread per core, each on a part of the module's functions.
+/// Optimises `module` at LLVM level `optLevel` (0-3) for the host and links
+/// its object code into `outputDir`/kernel.so, the module split by functions
+/// into one part per core (up to 8), each optimised and compiled on a
+/// thread of its own. Appends the seconds spent to `stages` ("split",
+/// "llvm", "link").
 void buildSharedObject(std::unique_ptr<llvm::Module> module, int optLevel,
                        const std::string &outputDir, const Failure &fail,
                        std::vector<std::pair<std::string, double>> &stages);

@@ -274,7 +274,9 @@ std::shared_ptr<const CompiledAttention>
 compileUncached(const KernelDesc &desc, const CompileOptions &options = {});
 
 /// Seconds per stage of one compilation, in order: on the CPU "passes"
-/// (fwp-to-cpu), "llvm-opt", "codegen" and "link"; for CUDA one stage,
+/// (fwp-to-cpu), "translate" (to LLVM IR), "split" (into one part per
+/// core), "llvm" (the parts optimised and compiled, in parallel) and
+/// "link"; for CUDA one stage,
 /// "passes+export" (fwp-to-ptx, its PTX included, and the launch plan).
 using StageTimes = std::vector<std::pair<std::string, double>>;
 
