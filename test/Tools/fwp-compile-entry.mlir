@@ -16,6 +16,13 @@
 // RUN: test -f %t.cpu/forward/kernel.so && test ! -e %t.cpu/backward
 // CPU: /forward: cpu f64 delta heads=1 d_head=4 nu=1 eps=1e-06 chunk=8 entry=forward target=
 
+// The shared object exports its entry points only: the functions that the
+// split into one part per core made global are hidden.
+// RUN: nm -D --defined-only -j %t.cpu/forward/kernel.so | FileCheck %s --check-prefix=EXPORTS
+// EXPORTS: {{^}}_mlir_ciface_fwp_attention{{$}}
+// EXPORTS-NEXT: {{^}}fwp_attention{{$}}
+// EXPORTS-NOT: {{.}}
+
 // RUN: not fwp-compile --backend cpu --heads 2 --d-head 4 --chip sm_90 -o %t.chip 2>&1 | FileCheck %s --check-prefix=CHIP
 // CHIP: fwp-compile: --chip is for --backend cuda; the CPU code is for this host
 
