@@ -223,9 +223,10 @@ void buildSharedObject(std::unique_ptr<llvm::Module> module, int optLevel,
 
   start = Clock::now();
   std::vector<std::future<llvm::SmallVector<char, 0>>> compiling;
-  for (const llvm::SmallVector<char, 0> &part : bitcode)
-    compiling.push_back(std::async(
-        std::launch::async, [&] { return compilePart(part, optLevel, fail); }));
+  for (llvm::ArrayRef<char> part : bitcode)
+    compiling.push_back(std::async(std::launch::async, [part, optLevel, &fail] {
+      return compilePart(part, optLevel, fail);
+    }));
   std::vector<std::string> objects;
   for (size_t i = 0; i < compiling.size(); ++i) {
     llvm::SmallVector<char, 0> object = compiling[i].get();
