@@ -12,7 +12,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Transforms/Utils/SplitModule.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 
 #include <fmt/format.h>
 
@@ -168,19 +169,63 @@ void linkSharedObject(llvm::ArrayRef<std::string> objects,
                                 error, output));
 }
 
-/// `module`'s functions in `parts` modules of about equal size, as bitcode:
-/// each part is compiled in an LLVMContext of its own, as a context may not
-/// be shared between threads.
+/// Makes every local symbol of `module` a hidden global: a function can
+/// then go to another part than its callers, and the shared object still
+/// exports only the entry points.
+void externalizeLocals(llvm::Module &module) {
+  for (llvm::GlobalValue &value : module.global_values()) {
+    if (value.hasLocalLinkage()) {
+      value.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      value.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+    if (!value.hasName())
+      value.setName("fwp.unnamed");
+  }
+}
+
+/// Each defined function's part: the largest first, each into the part
+/// with the fewest instructions so far (one large kernel body would
+/// otherwise make one part twice another).
+llvm::DenseMap<const llvm::GlobalValue *, unsigned>
+balanceFunctions(llvm::Module &module, unsigned parts) {
+  std::vector<const llvm::Function *> functions;
+  for (const llvm::Function &function : module.functions())
+    if (!function.isDeclaration())
+      functions.push_back(&function);
+  std::stable_sort(functions.begin(), functions.end(),
+                   [](const llvm::Function *a, const llvm::Function *b) {
+                     return a->getInstructionCount() > b->getInstructionCount();
+                   });
+  std::vector<size_t> load(parts, 0);
+  llvm::DenseMap<const llvm::GlobalValue *, unsigned> partOf;
+  for (const llvm::Function *function : functions) {
+    unsigned lightest =
+        std::min_element(load.begin(), load.end()) - load.begin();
+    partOf[function] = lightest;
+    load[lightest] += function->getInstructionCount();
+  }
+  return partOf;
+}
+
+/// `module`'s functions in `parts` modules of about equal size (the global
+/// variables in the first), as bitcode: each part is compiled in an
+/// LLVMContext of its own, as a context may not be shared between threads.
 std::vector<llvm::SmallVector<char, 0>> splitIntoBitcode(llvm::Module &module,
                                                          unsigned parts) {
-  std::vector<llvm::SmallVector<char, 0>> bitcode;
-  llvm::SplitModule(
-      module, parts,
-      [&](std::unique_ptr<llvm::Module> part) {
-        llvm::raw_svector_ostream os(bitcode.emplace_back());
-        llvm::WriteBitcodeToFile(*part, os);
-      },
-      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  externalizeLocals(module);
+  llvm::DenseMap<const llvm::GlobalValue *, unsigned> partOf =
+      balanceFunctions(module, parts);
+  std::vector<llvm::SmallVector<char, 0>> bitcode(parts);
+  for (unsigned index = 0; index < parts; ++index) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> part =
+        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+          auto found = partOf.find(value);
+          return found == partOf.end() ? index == 0 : found->second == index;
+        });
+    llvm::raw_svector_ostream os(bitcode[index]);
+    llvm::WriteBitcodeToFile(*part, os);
+  }
   return bitcode;
 }
 
