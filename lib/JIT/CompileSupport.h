@@ -18,6 +18,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -79,6 +80,13 @@ public:
 private:
   std::string what;
 };
+
+/// A compilation stage's clock (fwp::jit::StageTimes).
+using Clock = std::chrono::steady_clock;
+
+inline double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 /// The context of one compilation, with its diagnostics.
 class CompileContext {

@@ -28,7 +28,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <mutex>
 #include <stdexcept>
 
@@ -93,12 +92,6 @@ std::unique_ptr<ExecutionEngine> createEngine(ModuleOp module,
   if (!engine)
     fail("creating the execution engine", llvm::toString(engine.takeError()));
   return std::move(*engine);
-}
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 } // namespace

@@ -23,8 +23,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-
 using namespace mlir;
 
 namespace fwp::jit {
@@ -35,7 +33,7 @@ StageTimes compileCudaModule(const std::string &what, int64_t chunkSize,
                              StringRef function, const std::string &dir,
                              const rt::ModuleInfo &info,
                              const std::string &dumpDirectory) {
-  auto start = std::chrono::steady_clock::now();
+  Clock::time_point start = Clock::now();
   Failure fail(what);
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
@@ -71,9 +69,7 @@ StageTimes compileCudaModule(const std::string &what, int64_t chunkSize,
     names.push_back(name);
   }
   rt::writeModuleInfo(dir, info, names);
-  return {{"passes+export", std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - start)
-                                .count()}};
+  return {{"passes+export", secondsSince(start)}};
 }
 
 StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,

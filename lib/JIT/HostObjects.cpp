@@ -18,7 +18,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <thread>
@@ -41,12 +40,6 @@ hostTargetMachine(const Failure &fail, bool positionIndependent,
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 llvm::CodeGenOptLevel codeGenLevel(int optLevel) {
   switch (optLevel) {
