@@ -53,7 +53,7 @@ RegisterTile hostRegisterTile() {
   return features.lookup("avx512f") ? kAvx512RegisterTile : kAvx2RegisterTile;
 }
 
-void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling,
+void lower(ModuleOp module, int64_t chunkSize, GpuFormsOnHost gpuForms,
            const std::string &dumpDirectory,
            const DiagnosticCollector &diagnostics, const Failure &fail) {
   if (failed(verify(module)))
@@ -63,7 +63,8 @@ void lower(ModuleOp module, int64_t chunkSize, bool gpuTiling,
                  OpPassManager::Nesting::Implicit);
   CpuPipelineOptions options;
   options.chunkSize = chunkSize;
-  options.gpuTiling = gpuTiling;
+  options.gpuTiling = gpuForms.tiling;
+  options.gpuStages = gpuForms.stages;
   RegisterTile tile = hostRegisterTile();
   options.registerRows = tile.rows;
   options.registerCols = tile.cols;
@@ -115,7 +116,7 @@ std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   function_ref<void(ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
-                  const std::string &dumpDirectory, bool gpuTiling) {
+                  const std::string &dumpDirectory, GpuFormsOnHost gpuForms) {
   initializeLlvmOnce();
   Failure fail(what);
   std::vector<std::pair<std::string, double>> stages;
@@ -123,7 +124,7 @@ compileCpuLibrary(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, gpuTiling, dumpDirectory, compile.diagnostics(),
+  lower(*module, chunkSize, gpuForms, dumpDirectory, compile.diagnostics(),
         fail);
   stages.emplace_back("passes", secondsSince(start));
 
@@ -181,7 +182,7 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
   CompileContext compile;
   OwningOpRef<ModuleOp> module = compile.createModule();
   build(*module);
-  lower(*module, chunkSize, /*gpuTiling=*/false, dumpDirectory,
+  lower(*module, chunkSize, GpuFormsOnHost{}, dumpDirectory,
         compile.diagnostics(), fail);
   CpuModule compiled;
   compiled.engine = createEngine(*module, fail);

@@ -57,6 +57,13 @@ struct CpuModule {
 /// caller pays for code generation now rather than on the first call.
 /// Throws std::runtime_error "compiling <what> failed in <stage>:\n<MLIR or
 /// LLVM diagnostics>".
+/// The GPU's kernels lowered for the host, to check them there:
+/// fwp-to-cpu's gpu-tiling and gpu-stages.
+struct GpuFormsOnHost {
+  bool tiling = false;
+  bool stages = false;
+};
+
 CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
                            llvm::function_ref<void(mlir::ModuleOp)> build,
                            llvm::ArrayRef<std::string> functions,
@@ -67,15 +74,15 @@ CpuModule compileCpuModule(const std::string &what, int64_t chunkSize,
 /// and writes a shared object `<outputDir>/kernel.so` exporting the
 /// C-interface entry points (_mlir_ciface_<name>) of the module's functions.
 /// The object is linked by the system's C compiler driver (`cc`, or $CC).
-/// Returns the seconds spent per stage (fwp::jit::StageTimes). `gpuTiling` is
-/// fwp-to-cpu's option of that name. Throws std::runtime_error as
+/// Returns the seconds spent per stage (fwp::jit::StageTimes). `gpuForms`
+/// are fwp-to-cpu's options of those names. Throws std::runtime_error as
 /// compileCpuModule does.
 std::vector<std::pair<std::string, double>>
 compileCpuLibrary(const std::string &what, int64_t chunkSize,
                   llvm::function_ref<void(mlir::ModuleOp)> build,
                   const std::string &outputDir, int optLevel,
                   const std::string &dumpDirectory = "",
-                  bool gpuTiling = false);
+                  GpuFormsOnHost gpuForms = {});
 
 /// A memref descriptor over a caller's row-major buffer of `sizes`. The
 /// const_cast is safe for inputs: buildEntryFunction marks them

@@ -39,7 +39,8 @@ StageTimes compileCpuEntry(const KernelDesc &desc, EntryPoint entry,
       fmt::format("the {} of the kernel ({})", rt::entryPointName(entry),
                   desc.str()),
       desc.chunkSize, [&](ModuleOp m) { buildAttentionModule(m, desc, entry); },
-      dir, cpuOptLevel(options), options.dumpDirectory, options.cpuGpuTiling);
+      dir, cpuOptLevel(options), options.dumpDirectory,
+      GpuFormsOnHost{options.cpuGpuTiling, options.gpuStages});
   rt::writeModuleInfo(dir, moduleInfo(desc, entry, key), {"kernel.so"});
   return stages;
 }

@@ -16,14 +16,15 @@
 namespace fwp::jit {
 
 /// Builds a module with `build` (in a fresh context), lowers it with
-/// fwp-to-ptx for `chip` (`chunkSize` steps per chunk of a scan), and writes
+/// fwp-to-ptx for `chip` (`chunkSize` steps per chunk of a scan; the scan's
+/// kernels fwp-tile-scan's, or with `gpuStages` the chunk stages'), and writes
 /// the launch plan of its host function `function` into `dir`: plan.fwp, a
 /// <module>.ptx per kernel module and the manifest `info` listing them.
 /// With a `dumpDirectory`, every stage's IR and the files go there too.
 /// Throws std::runtime_error "compiling <what> failed in <stage>:\n<MLIR
 /// diagnostics>".
 StageTimes compileCudaModule(const std::string &what, int64_t chunkSize,
-                             const std::string &chip,
+                             const std::string &chip, bool gpuStages,
                              llvm::function_ref<void(mlir::ModuleOp)> build,
                              llvm::StringRef function, const std::string &dir,
                              const rt::ModuleInfo &info,

@@ -28,7 +28,7 @@ using namespace mlir;
 namespace fwp::jit {
 
 StageTimes compileCudaModule(const std::string &what, int64_t chunkSize,
-                             const std::string &chip,
+                             const std::string &chip, bool gpuStages,
                              function_ref<void(ModuleOp)> build,
                              StringRef function, const std::string &dir,
                              const rt::ModuleInfo &info,
@@ -46,6 +46,7 @@ StageTimes compileCudaModule(const std::string &what, int64_t chunkSize,
   PtxPipelineOptions pipeline;
   pipeline.chunkSize = chunkSize;
   pipeline.chip = chip;
+  pipeline.gpuStages = gpuStages;
   buildFwpToPtxPipeline(pm, pipeline);
   dumpEveryStage(pm, *module, dumpDirectory);
   if (failed(pm.run(*module)))
@@ -78,7 +79,7 @@ StageTimes compileCudaEntry(const KernelDesc &desc, EntryPoint entry,
   return compileCudaModule(
       fmt::format("the {} of the CUDA kernel ({})", rt::entryPointName(entry),
                   desc.str()),
-      desc.chunkSize, desc.targetChip(),
+      desc.chunkSize, desc.targetChip(), options.gpuStages,
       [&](ModuleOp m) { buildAttentionModule(m, desc, entry); },
       entry == EntryPoint::Forward ? kForwardName : kBackwardName, dir,
       moduleInfo(desc, entry, key), options.dumpDirectory);

@@ -395,6 +395,9 @@ std::string cacheKey(const KernelDesc &desc, EntryPoint entry,
                         cpuOptLevel(options),
                         options.cpuGpuTiling ? " gpu-tiling" : "")
           : desc.targetChip();
+  if (options.gpuStages &&
+      (desc.backend != Backend::Cpu || options.cpuGpuTiling))
+    target += " gpu-stages";
   return fmt::format("{} entry={} target={} compiler={}", desc.str(),
                      rt::entryPointName(entry), target, compilerBuildId());
 }

@@ -67,17 +67,21 @@ using namespace mlir;
 namespace fwp {
 
 void buildFwpToLoopsPipeline(OpPassManager &pm,
-                             const FwpConfigureKernelsOptions &kernels) {
+                             const FwpConfigureKernelsOptions &kernels,
+                             bool gpuStages) {
   pm.addNestedPass<func::FuncOp>(createFwpConfigureKernels(kernels));
   pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
   pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
-  bool tileScan = kernels.target != KernelTarget::Cpu;
+  bool cpu = kernels.target == KernelTarget::Cpu;
+  bool tileScan = !cpu && !gpuStages;
   if (tileScan) {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   } else {
+    // The GPU's stages stay one kernel each: a fused kernel per (batch,
+    // head) would leave most of a GPU idle.
     pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
     pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-        {/*fuseForward=*/true, /*fuseBackward=*/true, /*mapKernels=*/true}));
+        {/*fuseForward=*/cpu, /*fuseBackward=*/cpu, /*mapKernels=*/true}));
   }
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());
@@ -108,7 +112,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   kernels.target =
       options.gpuTiling ? KernelTarget::GpuOnHost : KernelTarget::Cpu;
   kernels.chunkSize = options.chunkSize;
-  buildFwpToLoopsPipeline(pm, kernels);
+  buildFwpToLoopsPipeline(pm, kernels, options.gpuStages);
   // The kernels' tiles on the stack, made once per kernel instance, rather
   // than a malloc and free each per chunk.
   pm.addNestedPass<func::FuncOp>(createFwpStackTiles());
@@ -175,7 +179,11 @@ void buildFwpToPtxPipeline(OpPassManager &pm,
   kernels.chunkSize = options.chunkSize;
   kernels.blockSize = options.blockSize;
   kernels.products = options.f32Products;
-  buildFwpToLoopsPipeline(pm, kernels);
+  buildFwpToLoopsPipeline(pm, kernels, options.gpuStages);
+  // The stages' tiles in shared memory where they fit, else in global
+  // scratch (tile-scan's kernels place their own).
+  if (options.gpuStages)
+    pm.addNestedPass<func::FuncOp>(createFwpGpuTiles());
   // The dense layers as kernels of tile products too; then every kernel's
   // products onto the tensor cores, the rest of their tiles onto the
   // block's threads; what is left are elementwise loops (the gate's

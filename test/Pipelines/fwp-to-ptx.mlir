@@ -3,6 +3,8 @@
 // RUN: fwp-opt %fwp_src_root/examples/attention.mlir -fwp-to-ptx | FileCheck %s
 // RUN: fwp-opt %fwp_src_root/examples/scan.mlir '-fwp-to-ptx=chip=sm_80 block-size=256' \
 // RUN:   | FileCheck %s --check-prefix=SM80
+// RUN: fwp-opt %fwp_src_root/examples/scan.mlir '-fwp-to-ptx=gpu-stages=1' \
+// RUN:   | FileCheck %s --check-prefix=STAGES --implicit-check-not='gpu.binary @scan_'
 // RUN: not fwp-opt %fwp_src_root/examples/scan.mlir '-fwp-to-ptx=f32-products=f16' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BADPRODUCTS
 // BADPRODUCTS: for the --f32-products option: Cannot find option named 'f16'!
@@ -13,3 +15,8 @@
 
 // SM80: #nvvm.target<O = 3, chip = "sm_80">
 // SM80-SAME: .maxntid 256, 1, 1
+
+// The scan's kernels with gpu-stages: one per chunk operation.
+// STAGES-DAG: gpu.binary @chunk_wy
+// STAGES-DAG: gpu.binary @chunk_states
+// STAGES-DAG: gpu.binary @chunk_output

@@ -269,6 +269,37 @@ TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
   }
 }
 
+/// The GPU's scan as one kernel per chunk operation (CompileOptions::
+/// gpuStages: chunk_wy, chunk_states, chunk_output, the three gradients and
+/// the feature maps as kernels of their own), on the emulator in the CUDA
+/// build and on the host with the GPU's tiling in the CPU build: several
+/// chunks a sequence with a ragged last one (T B = 133 and 70 rows),
+/// D = 128 features whose tiles go to global scratch rather than shared
+/// memory, two value blocks of d_v = 64, both rules.
+class GpuStages : public fwp::test::KernelTest {};
+
+TEST_F(GpuStages, ForwardAndBackwardMatchReference) {
+  const Case cases[] = {{Rule::Delta, 4, 16, 1, 16, 133, 1},
+                        {Rule::Sum, 4, 12, 1, 32, 70, 2},
+                        {Rule::Delta, 1, 64, 1, 48, 70, 2}};
+  fwp::jit::CompileOptions options;
+  options.gpuStages = true;
+  options.cpuGpuTiling = fwp::test::kBackend == fwp::jit::Backend::Cpu;
+  for (DType dtype : {DType::F32, DType::F64}) {
+    double bound = dtype == DType::F32 ? 1e-4 : 1e-9;
+    for (const Case &c : cases) {
+      SCOPED_TRACE(c.name());
+      auto kernel = fwp::jit::compileUncached(
+          c.desc(dtype, fwp::test::kBackend), options);
+      Problem p = makeProblem(c, dtype, 37);
+      std::string line = expectMatchesReference(*kernel, p, c.rule, bound);
+      std::printf("[ relerr   ] %s %s: %s\n",
+                  dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
+                  line.c_str());
+    }
+  }
+}
+
 /// A long sequence on the CPU: the fused kernels' chunk loops run 64 times
 /// with tiles of 64 x 128 floats on the stack, which must stay there once,
 /// not once per chunk (a stack that grew with every chunk overflowed here),

@@ -113,6 +113,11 @@ struct CompileOptions {
   /// blocks and local state tiles. Checks those forms against the reference
   /// on a host without a GPU. Part of the cache key.
   bool cpuGpuTiling = false;
+  /// The GPU's scan as one kernel per chunk operation (fwp-to-ptx's
+  /// gpu-stages; on the CPU with cpuGpuTiling) instead of fwp-tile-scan's
+  /// kernels, which stay the default until a GPU has timed both. Part of
+  /// the cache key.
+  bool gpuStages = false;
 };
 
 /// The CPU optimisation level used when CompileOptions::cpuOptLevel is -1.

@@ -29,6 +29,13 @@ struct CommonPipelineOptions : mlir::PassPipelineOptions<Derived> {
   typename Base::template Option<int64_t> chunkSize{
       *this, "chunk-size", llvm::cl::desc("steps per chunk of the scan"),
       llvm::cl::init(kDefaultChunkSize)};
+  typename Base::template Option<bool> gpuStages{
+      *this, "gpu-stages",
+      llvm::cl::desc("the GPU's scan as one kernel per chunk operation "
+                     "(fwp-scan-to-chunks, fwp-lower-chunks unfused, "
+                     "fwp-gpu-tiles) instead of fwp-tile-scan's kernels; "
+                     "for fwp-to-cpu, with gpu-tiling"),
+      llvm::cl::init(false)};
 };
 
 struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
@@ -91,9 +98,11 @@ struct PtxPipelineOptions : CommonPipelineOptions<PtxPipelineOptions> {
 /// pipelines start like this), the kernels configured by `kernels`. For
 /// the CPU, fwp.scan becomes its chunk operations, the forward and the
 /// backward each fused into one kernel per (batch, head); for the GPU's
-/// targets, fwp-tile-scan's kernels.
+/// targets, fwp-tile-scan's kernels, or with `gpuStages` the chunk
+/// operations' kernels unfused.
 void buildFwpToLoopsPipeline(mlir::OpPassManager &pm,
-                             const FwpConfigureKernelsOptions &kernels);
+                             const FwpConfigureKernelsOptions &kernels,
+                             bool gpuStages = false);
 void buildFwpToCpuPipeline(mlir::OpPassManager &pm,
                            const CpuPipelineOptions &options);
 void buildFwpToPtxPipeline(mlir::OpPassManager &pm,
