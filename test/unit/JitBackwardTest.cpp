@@ -226,6 +226,27 @@ std::string expectMatchesReference(const fwp::jit::CompiledAttention &kernel,
   return head + gradients;
 }
 
+/// Each case compiled with `options` in f32 and f64, forward and backward
+/// against the float64 reference (f32 within 1e-4, f64 within 1e-9).
+template <std::size_t N>
+void expectF32AndF64MatchReference(const Case (&cases)[N],
+                                   const fwp::jit::CompileOptions &options,
+                                   uint64_t seed) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    double bound = dtype == DType::F32 ? 1e-4 : 1e-9;
+    for (const Case &c : cases) {
+      SCOPED_TRACE(c.name());
+      auto kernel = fwp::jit::compileUncached(
+          c.desc(dtype, fwp::test::kBackend), options);
+      Problem p = makeProblem(c, dtype, seed);
+      std::string line = expectMatchesReference(*kernel, p, c.rule, bound);
+      std::printf("[ relerr   ] %s %s: %s\n",
+                  dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
+                  line.c_str());
+    }
+  }
+}
+
 /// fwp-to-ptx lowers the GPU's forms, which CompileOptions::cpuGpuTiling
 /// (fwp-to-cpu{gpu-tiling}) lowers for the host, so that they are checked
 /// here without a GPU:
@@ -254,19 +275,7 @@ TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
                         {Rule::Sum, 1, 64, 1, 48, 70, 2}};
   fwp::jit::CompileOptions options;
   options.cpuGpuTiling = true;
-  for (DType dtype : {DType::F32, DType::F64}) {
-    double bound = dtype == DType::F32 ? 1e-4 : 1e-9;
-    for (const Case &c : cases) {
-      SCOPED_TRACE(c.name());
-      auto kernel = fwp::jit::compileUncached(
-          c.desc(dtype, fwp::test::kBackend), options);
-      Problem p = makeProblem(c, dtype, 31);
-      std::string line = expectMatchesReference(*kernel, p, c.rule, bound);
-      std::printf("[ relerr   ] %s %s: %s\n",
-                  dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
-                  line.c_str());
-    }
-  }
+  expectF32AndF64MatchReference(cases, options, 31);
 }
 
 /// The GPU's scan as one kernel per chunk operation (CompileOptions::
@@ -285,19 +294,7 @@ TEST_F(GpuStages, ForwardAndBackwardMatchReference) {
   fwp::jit::CompileOptions options;
   options.gpuStages = true;
   options.cpuGpuTiling = fwp::test::kBackend == fwp::jit::Backend::Cpu;
-  for (DType dtype : {DType::F32, DType::F64}) {
-    double bound = dtype == DType::F32 ? 1e-4 : 1e-9;
-    for (const Case &c : cases) {
-      SCOPED_TRACE(c.name());
-      auto kernel = fwp::jit::compileUncached(
-          c.desc(dtype, fwp::test::kBackend), options);
-      Problem p = makeProblem(c, dtype, 37);
-      std::string line = expectMatchesReference(*kernel, p, c.rule, bound);
-      std::printf("[ relerr   ] %s %s: %s\n",
-                  dtype == DType::F32 ? "f32" : "f64", c.name().c_str(),
-                  line.c_str());
-    }
-  }
+  expectF32AndF64MatchReference(cases, options, 37);
 }
 
 /// A long sequence on the CPU: the fused kernels' chunk loops run 64 times
