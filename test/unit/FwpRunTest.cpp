@@ -386,7 +386,8 @@ TEST_F(FwpRunTest, HelpPrintsUsage) {
   for (const char *option :
        {"--inputs=<DIR>", "--outputs=<DIR>", "--heads=<H>", "--nu=<N>",
         "--eps=<E>", "--rule=<value>", "=delta", "=sum", "--backend=<value>",
-        "=reference", "=cpu", "=cuda", "--chunk-size=<C>", "--dump-ir=<DIR>"})
+        "=reference", "=cpu", "=cuda", "--chunk-size=<C>", "--dump-ir=<DIR>",
+        "--gpu-stages"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option;
   // The layouts of the inputs.
   EXPECT_NE(r.out.find("w_beta.npy                          [heads, d_model]"),
@@ -647,6 +648,19 @@ TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
   expectRefused(
       args("--heads 2 --backend reference --dump-ir " + quote(dump.string())),
       {"fwp-run: --dump-ir needs a compiled backend (cpu or cuda)"});
+}
+
+// --gpu-stages: the CUDA kernels' scan as one kernel per chunk operation.
+TEST_F(FwpRunTest, GpuStagesDumpsTheStagesKernels) {
+  writeNewInputs(Sizes(), DType::F32, false);
+  fs::path dump = root / "ir";
+  expectSuccess(run(args("--heads 2 --backend cpu --gpu-stages --dump-ir " +
+                         quote(dump.string()))));
+  std::vector<std::string> cuda = listDir(dump / "cuda" / "forward");
+  for (const char *kernel :
+       {"chunk_wy.ptx", "chunk_states.ptx", "chunk_output.ptx", "dpfp.ptx"})
+    EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), kernel)) << kernel;
+  EXPECT_FALSE(std::count(cuda.begin(), cuda.end(), "scan_state.ptx"));
 }
 
 TEST_F(FwpRunTest, CpuBackendFloat64MatchesReference) {

@@ -42,6 +42,9 @@ struct BackendSettings {
   /// --dump-ir: where compiled backends write the IR of every stage (and
   /// the PTX); empty for none.
   std::string dumpIr;
+  /// --gpu-stages: the CUDA kernels' scan as one kernel per chunk operation
+  /// (jit::CompileOptions::gpuStages).
+  bool gpuStages = false;
 };
 
 class Backend {

@@ -38,10 +38,13 @@ jit::KernelDesc describe(const ref::AttentionConfig &config,
   return desc;
 }
 
-/// Options that write every stage of the compilation under `dir`.
-jit::CompileOptions dumpingTo(std::string dir) {
+/// The compilation `settings` ask for, writing every stage under `dir`
+/// unless it is empty.
+jit::CompileOptions compileOptions(const BackendSettings &settings,
+                                   std::string dir) {
   jit::CompileOptions options;
   options.dumpDirectory = std::move(dir);
+  options.gpuStages = settings.gpuStages;
   return options;
 }
 
@@ -147,11 +150,14 @@ private:
       jit::KernelDesc desc =
           describe(config, shape, settings.computeType.value_or(dtype),
                    settings.chunkSize, target);
-      if (settings.dumpIr.empty())
+      if (settings.dumpIr.empty() && !settings.gpuStages)
         return jit::compile(desc);
-      if (!dumped)
-        dumped = compileAndDump(desc);
-      return dumped;
+      if (!compiled)
+        compiled =
+            settings.dumpIr.empty()
+                ? jit::compileUncached(desc, compileOptions(settings, ""))
+                : compileAndDump(desc);
+      return compiled;
     } catch (const std::invalid_argument &e) {
       // The description comes from the command line and the inputs' sizes.
       throw UsageError(e.what());
@@ -164,13 +170,15 @@ private:
   std::shared_ptr<const jit::CompiledAttention>
   compileAndDump(const jit::KernelDesc &desc) const {
     auto kernel = jit::compileUncached(
-        desc, dumpingTo(fmt::format("{}/{}", settings.dumpIr, name())));
+        desc, compileOptions(settings,
+                             fmt::format("{}/{}", settings.dumpIr, name())));
     if (target == jit::Backend::Cpu) {
       jit::KernelDesc cuda = desc;
       cuda.backend = jit::Backend::Cuda;
       // Entry points compile on first use: ask for the forward's PTX now.
-      jit::compileUncached(cuda,
-                           dumpingTo(fmt::format("{}/cuda", settings.dumpIr)))
+      jit::compileUncached(
+          cuda,
+          compileOptions(settings, fmt::format("{}/cuda", settings.dumpIr)))
           ->prepare(jit::EntryPoint::Forward);
     }
     return kernel;
@@ -179,7 +187,8 @@ private:
   BackendSettings settings;
   jit::Backend target;
   // With --dump-ir: the kernel compiled (once) while dumping.
-  mutable std::shared_ptr<const jit::CompiledAttention> dumped;
+  /// The kernel compiled with options (dumping, gpu-stages): once.
+  mutable std::shared_ptr<const jit::CompiledAttention> compiled;
 };
 
 } // namespace

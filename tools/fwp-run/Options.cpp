@@ -181,6 +181,14 @@ cl::opt<std::string>
                     "and launch plans to DIR/cuda (cpu and cuda backends; the\n"
                     "PTX needs no GPU)"));
 
+cl::opt<bool> gpuStages(
+    "gpu-stages", cl::cat(category),
+    cl::desc("the cuda backend's scan (and the PTX that --dump-ir writes)\n"
+             "as one kernel per chunk operation: chunk_wy, chunk_states,\n"
+             "chunk_output and their gradients, instead of the default\n"
+             "scan_prepare, scan_state, ... (the cpu backend's own kernels\n"
+             "are the same either way)"));
+
 constexpr const char *kOverview =
     "runs the fast-weight attention layer on .npy inputs\n\n"
     "  fwp-run --inputs DIR --outputs DIR --heads H [options]\n";
@@ -303,6 +311,7 @@ Options parseOptions(int argc, const char *const *argv) {
     opts.backend = backend;
   opts.chunkSize = positive(chunkSize);
   opts.dumpIr = directory(dumpIr);
+  opts.gpuStages = gpuStages;
   if (computeType.getNumOccurrences() > 0)
     opts.computeType = computeType;
   return opts;

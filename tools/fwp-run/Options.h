@@ -26,6 +26,8 @@ struct Options {
   std::string dumpIr;
   /// --compute-type: see BackendSettings::computeType.
   std::optional<rt::DType> computeType;
+  /// --gpu-stages: see BackendSettings::gpuStages.
+  bool gpuStages = false;
 };
 
 /// Parses argv with llvm::cl ("--opt value", "--opt=value"). --help (or -h)

@@ -69,6 +69,7 @@ int runTool(int argc, char **argv) {
   BackendSettings settings;
   settings.chunkSize = opts.chunkSize;
   settings.dumpIr = opts.dumpIr;
+  settings.gpuStages = opts.gpuStages;
   settings.computeType = opts.computeType;
   // A backend named on the command line is checked before the inputs are
   // read; the default one depends on them (does dy.npy ask for the
