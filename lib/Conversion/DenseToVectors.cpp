@@ -20,12 +20,18 @@
 // bias gradient (a column sum of dy) is interchanged so that its loops
 // sweep dy by rows.
 //
+// Each block is a call to a tile function (TileFunctions.h), vectorized
+// there: blocks of the same shapes share one, so that the projections of q,
+// k and v (and in the backward their input and weight gradients) are
+// compiled once, not three times over in the entry function.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fwp/Conversion/Passes.h"
 #include "fwp/Transforms/Kernels.h"
 
 #include "DenseProducts.h"
+#include "TileFunctions.h"
 #include "VectorTiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -224,22 +230,34 @@ struct DenseToVectorsPass : impl::FwpDenseToVectorsBase<DenseToVectorsPass> {
   }
 
   void runOnOperation() override {
-    DenseLayers layers = collectDenseLayers(getOperation());
-    SmallVector<linalg::LinalgOp> blocks;
-    for (auto &[op, p] : layers.products)
-      llvm::append_range(blocks, splitIntoRowBlocks(op, p));
-    for (auto &[op, w] : layers.gradients)
-      llvm::append_range(blocks, splitWeightGradient(op, w));
+    ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
-    for (auto &[op, c] : layers.columnSums)
-      if (failed(sumRowsInOrder(rewriter, op)))
-        return signalPassFailure();
-    for (linalg::LinalgOp block : blocks)
+    SmallVector<linalg::LinalgOp> blocks;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal() || fn->hasAttr(kKernelAttrName))
+        continue;
+      DenseLayers layers = collectDenseLayers(fn);
+      for (auto &[op, p] : layers.products)
+        llvm::append_range(blocks, splitIntoRowBlocks(op, p));
+      for (auto &[op, w] : layers.gradients)
+        llvm::append_range(blocks, splitWeightGradient(op, w));
+      for (auto &[op, c] : layers.columnSums)
+        if (failed(sumRowsInOrder(rewriter, op)))
+          return signalPassFailure();
+    }
+    TileFunctions functions(module);
+    auto layer = StringAttr::get(&getContext(), "dense");
+    for (linalg::LinalgOp block : blocks) {
+      auto [fn, made] = functions.outline(block, layer);
+      if (!made)
+        continue;
+      // The tile, after the constants cloned into the function.
+      linalg::LinalgOp tile = *fn.front().getOps<linalg::LinalgOp>().begin();
       if (failed(
-              tileAndVectorize(rewriter, block, {registerRows, registerCols})))
+              tileAndVectorize(rewriter, tile, {registerRows, registerCols})) ||
+          failed(lowerVectors(fn, *lowering)))
         return signalPassFailure();
-    if (!blocks.empty() && failed(lowerVectors(getOperation(), *lowering)))
-      return signalPassFailure();
+    }
   }
 
   std::shared_ptr<VectorLowering> lowering;

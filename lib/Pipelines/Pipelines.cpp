@@ -128,7 +128,7 @@ void buildFwpToCpuPipeline(OpPassManager &pm,
   pm.addPass(createFwpOutlineTiles());
   pm.addNestedPass<func::FuncOp>(
       createFwpTilesToVectors({options.registerRows, options.registerCols}));
-  pm.addNestedPass<func::FuncOp>(
+  pm.addPass(
       createFwpDenseToVectors({options.registerRows, options.registerCols}));
   pm.addNestedPass<func::FuncOp>(createFwpLowerTiles());
   pm.addPass(createCanonicalizerPass());

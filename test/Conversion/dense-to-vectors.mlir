@@ -3,7 +3,8 @@
 // A projection y[t, b, o] += x[t, b, i] W[o, i] (nn.Linear's layout): W is
 // transposed once, the T x B rows are taken 8 at a time, the blocks in
 // parallel (then the rest one at a time), each block accumulated in a stack
-// buffer with the register-tiled outer-product kernel.
+// buffer with the register-tiled outer-product kernel, in a function of its
+// own.
 // CHECK-LABEL: func @projection
 // CHECK-SAME: (%[[X:.*]]: memref<?x2x32xf32>, %[[W:.*]]: memref<16x32xf32>, %[[Y:.*]]: memref<?x2x16xf32>)
 // CHECK: %[[WT:.*]] = memref.alloc() : memref<32x16xf32>
@@ -11,11 +12,15 @@
 // CHECK: memref.collapse_shape %[[X]] {{\[\[}}0, 1], [2]]
 // CHECK: scf.forall
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<8x16xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf32>)
-// CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: call @[[COPY_IN:dense_tile[0-9]+]](%{{.*}}, %[[ACC]])
+// CHECK: call @[[PRODUCT:dense_tile[0-9]+]](%{{.*}}, %[[WT]], %[[ACC]])
+// CHECK: call @{{dense_tile[0-9]+}}(%[[ACC]], %{{.*}})
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
 // CHECK: memref.dealloc %[[WT]]
 // CHECK-NOT: linalg.generic
+// CHECK: func.func private @[[PRODUCT]]({{.*}}) attributes {fwp.kernel = "dense", {{.*}}passthrough = ["noinline"]}
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf32>)
+// CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 func.func @projection(%x: memref<?x2x32xf32>, %w: memref<16x32xf32>,
                       %y: memref<?x2x16xf32>) {
   linalg.generic {
@@ -44,13 +49,16 @@ func.func @projection(%x: memref<?x2x32xf32>, %w: memref<16x32xf32>,
 // CHECK-LABEL: func @weight_gradient
 // CHECK: scf.forall (%{{.*}}) in (2)
 // CHECK: memref.alloca() : memref<64x32xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c64 {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64 {
+// CHECK: call @[[BLOCK:dense_tile[0-9]+]]
+// CHECK: call @[[ROW:dense_tile[0-9]+]]
+// CHECK-NOT: linalg.generic
+// CHECK: func.func private @[[BLOCK]]
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8 {
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}}) -> (vector<8x32xf32>)
 // CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
-// CHECK: scf.for
+// CHECK: func.func private @[[ROW]]
 // CHECK: vector.fma
-// CHECK-NOT: linalg.generic
 func.func @weight_gradient(%dy: memref<?x128xf32>, %x: memref<?x32xf32>,
                            %dw: memref<128x32xf32>) {
   linalg.generic {
@@ -75,8 +83,10 @@ func.func @weight_gradient(%dy: memref<?x128xf32>, %x: memref<?x32xf32>,
 // CHECK-LABEL: func @input_gradient
 // CHECK-NOT: linalg.transpose
 // CHECK: scf.forall
-// CHECK: vector.fma
+// CHECK: call @[[PRODUCT:dense_tile[0-9]+]](%{{.*}}, %{{.*}}, %{{.*}}) : (memref<8x16xf32, {{.*}}>, memref<16x32xf32>, memref<8x32xf32>)
 // CHECK-NOT: linalg.generic
+// CHECK: func.func private @[[PRODUCT]]
+// CHECK: vector.fma
 func.func @input_gradient(%dy: memref<?x16xf32>, %w: memref<16x32xf32>,
                           %dx: memref<?x32xf32>) {
   linalg.generic {
@@ -119,21 +129,30 @@ func.func @bias_gradient(%dy: memref<?x2x16xf32>, %db: memref<16xf32>) {
 
 // The gate: a block's accumulator starts from the zeros z was filled with
 // (no fill of z, no copy of z's rows in), and the sigmoid is applied to it
-// before it is stored (no pass over z of its own).
+// before it is stored (no pass over z of its own). The sigmoid's constant
+// from above is cloned into its function.
 // CHECK-LABEL: func @gate
-// CHECK-DAG: %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
 // CHECK-NOT: linalg.fill
 // CHECK: scf.forall
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<8x16xf32>
-// CHECK: vector.store %[[ZEROS]], %[[ACC]]
-// CHECK: vector.fma
-// CHECK: vector.load %[[ACC]]
-// CHECK: math.exp {{.*}} : vector<1x16xf32>
-// CHECK: vector.store %{{.*}}, %[[ACC]]
+// CHECK: call @[[ZERO:dense_tile[0-9]+]](%{{.*}}, %[[ACC]])
+// CHECK: call @[[PRODUCT:dense_tile[0-9]+]](%{{.*}}, %{{.*}}, %[[ACC]])
+// CHECK: call @[[SIGMOID:dense_tile[0-9]+]](%[[ACC]])
 // CHECK-NOT: linalg.generic
+// CHECK: func.func private @[[ZERO]](%[[VALUE:.*]]: f32, %[[TILE:.*]]: memref<8x16xf32>)
+// CHECK: vector.broadcast %[[VALUE]] : f32 to vector<1x16xf32>
+// CHECK: vector.store %{{.*}}, %[[TILE]]
+// CHECK: func.func private @[[PRODUCT]]
+// CHECK: vector.fma
+// CHECK: func.func private @[[SIGMOID]](%[[TILE:.*]]: memref<8x16xf32>)
+// CHECK: arith.constant dense<1.000000e+00> : vector<1x16xf32>
+// CHECK: vector.load %[[TILE]]
+// CHECK: math.exp {{.*}} : vector<1x16xf32>
+// CHECK: vector.store %{{.*}}, %[[TILE]]
 func.func @gate(%x: memref<?x32xf32>, %w: memref<16x32xf32>,
                 %z: memref<?x16xf32>) {
   %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
   linalg.fill ins(%zero : f32) outs(%z : memref<?x16xf32>)
   linalg.generic {
       indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
@@ -152,11 +171,49 @@ func.func @gate(%x: memref<?x32xf32>, %w: memref<16x32xf32>,
       iterator_types = ["parallel", "parallel"]}
       outs(%z : memref<?x16xf32>) {
   ^bb0(%v: f32):
-    %one = arith.constant 1.0 : f32
     %n = arith.negf %v : f32
     %e = math.exp %n : f32
     %d = arith.addf %one, %e : f32
     %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Two projections of the same shapes (q and k) share their blocks'
+// functions: the code is made once.
+// CHECK-LABEL: func @two_projections
+// CHECK: call @[[PRODUCT:dense_tile[0-9]+]](%{{.*}}, %{{.*}}, %{{.*}}) : (memref<8x32xf32, {{.*}}>, memref<32x16xf32>, memref<8x16xf32>)
+// CHECK: call @[[PRODUCT]](%{{.*}}, %{{.*}}, %{{.*}}) : (memref<8x32xf32, {{.*}}>, memref<32x16xf32>, memref<8x16xf32>)
+// CHECK-COUNT-1: func.func private @[[PRODUCT]]
+// CHECK-NOT: func.func private @[[PRODUCT]]
+func.func @two_projections(%x: memref<?x32xf32>, %wq: memref<16x32xf32>,
+                           %wk: memref<16x32xf32>, %q: memref<?x16xf32>,
+                           %k: memref<?x16xf32>) {
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wq : memref<?x32xf32>, memref<16x32xf32>)
+      outs(%q : memref<?x16xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {
+      indexing_maps = [affine_map<(r, o, i) -> (r, i)>,
+                       affine_map<(r, o, i) -> (o, i)>,
+                       affine_map<(r, o, i) -> (r, o)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %wk : memref<?x32xf32>, memref<16x32xf32>)
+      outs(%k : memref<?x16xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
   }
   return

@@ -337,7 +337,7 @@ def FwpTilesToVectors : Pass<"fwp-tiles-to-vectors", "::mlir::func::FuncOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
-def FwpDenseToVectors : Pass<"fwp-dense-to-vectors", "::mlir::func::FuncOp"> {
+def FwpDenseToVectors : Pass<"fwp-dense-to-vectors", "::mlir::ModuleOp"> {
   let summary = "Lower the dense layers' products to CPU vectors";
   let description = [{
     Each contraction `y[rows..., o] += x[rows..., i] W[o, i]` outside the
@@ -350,6 +350,11 @@ def FwpDenseToVectors : Pass<"fwp-dense-to-vectors", "::mlir::func::FuncOp"> {
     64 rows of `dW`, and a column sum `s[o] += sum_rows g[rows..., o]` (the
     bias gradient) is interchanged to sweep `g` by rows. Needs identity
     layouts and a static `W`; other operations are left alone.
+
+    Each block is a call to a private, noinline function that holds it
+    (`dense_tile<N>`, as fwp-outline-tiles makes them), vectorized there;
+    blocks of the same shapes share one, so that the projections of q, k
+    and v are compiled once. A module pass: it adds the functions.
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t",
@@ -360,6 +365,8 @@ def FwpDenseToVectors : Pass<"fwp-dense-to-vectors", "::mlir::func::FuncOp"> {
            "Columns of a product's block of accumulators (register tile)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
