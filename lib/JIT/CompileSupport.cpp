@@ -1,6 +1,7 @@
 //===- CompileSupport.cpp - What every JIT compilation needs --------------===//
 
 #include "CompileSupport.h"
+#include "IRDump.h"
 
 #include "fwp/JIT/JIT.h"
 
@@ -9,6 +10,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
 
 using namespace mlir;
 
@@ -30,6 +32,21 @@ CompileContext::CompileContext()
   ctx->loadDialect<fwp::FwpDialect, func::FuncDialect,
                    bufferization::BufferizationDialect>();
   collector = std::make_unique<DiagnosticCollector>(*ctx);
+}
+
+#if !defined(NDEBUG) || defined(FWP_VERIFY_EACH_PASS)
+constexpr bool kVerifyEachPass = true;
+#else
+constexpr bool kVerifyEachPass = false;
+#endif
+
+void runPipeline(PassManager &pm, ModuleOp module, const std::string &name,
+                 const std::string &dumpDirectory,
+                 const DiagnosticCollector &diagnostics, const Failure &fail) {
+  pm.enableVerifier(kVerifyEachPass || !dumpDirectory.empty());
+  dumpEveryStage(pm, module, dumpDirectory);
+  if (failed(pm.run(module)) || failed(verify(module)))
+    fail("the " + name + " pipeline", diagnostics.text());
 }
 
 OwningOpRef<ModuleOp> CompileContext::createModule() {

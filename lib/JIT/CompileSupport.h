@@ -17,6 +17,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <chrono>
 #include <memory>
@@ -87,6 +88,18 @@ using Clock = std::chrono::steady_clock;
 inline double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+/// Runs `pm` (the pipeline `name`) on `module`, a module verified when it
+/// was built; throws through `fail`, with `diagnostics`, if a pass fails
+/// or the result is not valid IR. The verifier runs once, on the result,
+/// not after every pass as MLIR's default does: that took a fifth of a cold
+/// compile's passes (bench/results/compile-2026-11-27-noon.md). fwp-opt's
+/// tests still verify after each pass, and so does a compilation that
+/// dumps every stage to `dumpDirectory` (IRDump.h), and every compilation
+/// of a build with assertions or FWP_VERIFY_EACH_PASS (`make sanitize`).
+void runPipeline(mlir::PassManager &pm, mlir::ModuleOp module,
+                 const std::string &name, const std::string &dumpDirectory,
+                 const DiagnosticCollector &diagnostics, const Failure &fail);
 
 /// The context of one compilation, with its diagnostics.
 class CompileContext {

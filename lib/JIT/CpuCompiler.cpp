@@ -3,7 +3,6 @@
 #include "CpuCompiler.h"
 #include "CompileSupport.h"
 #include "HostObjects.h"
-#include "IRDump.h"
 #include "Kernel.h"
 
 #include "fwp/Dialect/FwpDialect.h"
@@ -69,9 +68,7 @@ void lower(ModuleOp module, int64_t chunkSize, GpuFormsOnHost gpuForms,
   options.registerRows = tile.rows;
   options.registerCols = tile.cols;
   buildFwpToCpuPipeline(pm, options);
-  dumpEveryStage(pm, module, dumpDirectory);
-  if (failed(pm.run(module)))
-    fail("the fwp-to-cpu pipeline", diagnostics.text());
+  runPipeline(pm, module, "fwp-to-cpu", dumpDirectory, diagnostics, fail);
 }
 
 std::unique_ptr<ExecutionEngine> createEngine(ModuleOp module,

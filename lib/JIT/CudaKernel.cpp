@@ -48,9 +48,8 @@ StageTimes compileCudaModule(const std::string &what, int64_t chunkSize,
   pipeline.chip = chip;
   pipeline.gpuStages = gpuStages;
   buildFwpToPtxPipeline(pm, pipeline);
-  dumpEveryStage(pm, *module, dumpDirectory);
-  if (failed(pm.run(*module)))
-    fail("the fwp-to-ptx pipeline", compile.diagnostics().text());
+  runPipeline(pm, *module, "fwp-to-ptx", dumpDirectory, compile.diagnostics(),
+              fail);
 
   FailureOr<ExportedPlan> exported =
       exportLaunchPlan(*module, function, pipeline.indexBitwidth);
