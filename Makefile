@@ -26,8 +26,12 @@ PYTHON = $(shell scripts/python-env.sh --path)
 python-env: deps
 	scripts/python-env.sh > /dev/null
 
+# CMAKE_FLAGS: more options for a build folder of its own, e.g.
+# `make gpu-bundle BUILD=build-stages CMAKE_FLAGS=-DFWP_GPU_STAGES_BY_DEFAULT=ON`
+# for a bundle of the GPU stages' kernels (fwp/GpuStages.h).
+CMAKE_FLAGS ?=
 build: deps
-	cmake -G Ninja -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -G Ninja -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build python-env
@@ -107,7 +111,8 @@ gpu-bundle: build python-env
 	cp test/python/test_cuda.py test/python/test_delta_rule.py test/python/test_package.py $(GPU_BUNDLE)/py/test/python/
 	cp examples/seeds_pytorch.py $(GPU_BUNDLE)/py/examples/
 	cp bench/gpu_vs_fla.py $(GPU_BUNDLE)/py/bench/
-	FWP_CACHE_DIR=$(GPU_BUNDLE)/py/kernel-cache $(PYTHON) test/gpu-bundle/prepare_kernels.py
+	FWP_CACHE_DIR=$(GPU_BUNDLE)/py/kernel-cache FWP_LIBRARY=$(abspath $(BUILD))/lib/libfwp.so \
+	  $(PYTHON) test/gpu-bundle/prepare_kernels.py
 	@echo "$(GPU_BUNDLE): $$(du -sh $(GPU_BUNDLE) | cut -f1), $$(grep -vc '^#' $(GPU_BUNDLE)/checks.txt) checks, $$(grep -vc '^#' $(GPU_BUNDLE)/bench.txt) benchmark shapes"
 
 # The seeds' experiments on fwp (examples/*/; README).

@@ -71,7 +71,8 @@ std::string ScanDesc::str() const {
     out << " eps=" << roundTrip(eps);
   out << " chunk=" << chunkSize << (initial ? " initial" : "")
       << (dFinalState ? " d_final" : "") << (batchFirst ? " batch_first" : "")
-      << (chip.empty() ? "" : " chip=" + chip);
+      << (chip.empty() ? "" : " chip=" + chip)
+      << (backend == Backend::Cuda && gpuStages ? " gpu-stages" : "");
   return out.str();
 }
 

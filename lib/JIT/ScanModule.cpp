@@ -118,7 +118,7 @@ void compileCudaScan(const ScanDesc &desc, EntryPoint entry,
   bool forward = entry == EntryPoint::Forward;
   compileCudaModule(
       fmt::format("the {} of {}", rt::entryPointName(entry), desc.str()),
-      desc.chunkSize, desc.targetChip(), /*gpuStages=*/false,
+      desc.chunkSize, desc.targetChip(), desc.gpuStages,
       [&](ModuleOp m) { buildScanModule(m, desc, forward, !forward); },
       forward ? kScanForwardName : kScanBackwardName, dir,
       scanModuleInfo(desc, entry, key));

@@ -76,6 +76,8 @@ TEST(CudaScanTest, DescriptionNamesTheBackendAndChecksTheChip) {
   EXPECT_EQ(d.str().rfind("scan cuda f32 delta d_in=16", 0), 0u) << d.str();
   d.chip = "sm_80";
   EXPECT_NE(d.str().find(" chip=sm_80"), std::string::npos) << d.str();
+  d.gpuStages = true;
+  EXPECT_NE(d.str().find(" gpu-stages"), std::string::npos) << d.str();
   d.chip = "gfx90a";
   EXPECT_THROW(d.validate(), std::invalid_argument);
   d.backend = Backend::Cpu;
@@ -149,9 +151,9 @@ protected:
   }
 };
 
-TEST_P(CudaScanOnGpuTest, DeviceBuffersMatchReference) {
-  Rule rule = GetParam();
-  ScanDesc d = cudaScan(rule, 1);
+/// `d` (DPFP of order 1) on device buffers against the reference.
+void expectDeviceScanMatchesReference(const ScanDesc &d) {
+  Rule rule = d.rule;
   auto scan = fwp::jit::compileScanUncached(d, "");
   const int64_t T = 37, B = 2, H = 3, D = 2 * d.dInput;
   size_t rows = T * B * H, states = B * H * d.dValue * D;
@@ -234,6 +236,17 @@ TEST_P(CudaScanOnGpuTest, DeviceBuffersMatchReference) {
   if (rule == Rule::Delta)
     EXPECT_LE(relativeError(download(gbeta), refGrad.beta), 1e-4);
   EXPECT_LE(relativeError(download(ginit), refGrad.initialState), 1e-4);
+}
+
+TEST_P(CudaScanOnGpuTest, DeviceBuffersMatchReference) {
+  expectDeviceScanMatchesReference(cudaScan(GetParam(), 1));
+}
+
+/// The scan as one kernel per chunk operation (ScanDesc::gpuStages).
+TEST_P(CudaScanOnGpuTest, StageKernelsMatchReference) {
+  ScanDesc d = cudaScan(GetParam(), 1);
+  d.gpuStages = true;
+  expectDeviceScanMatchesReference(d);
 }
 
 /// Scratch from the caller's allocator at an address the kernels' 16-byte

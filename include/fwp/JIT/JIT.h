@@ -38,6 +38,7 @@
 #define FWP_JIT_JIT_H
 
 #include "fwp/ChunkSize.h"
+#include "fwp/GpuStages.h"
 #include "fwp/Runtime/ElementType.h"
 #include "fwp/Runtime/ModuleInfo.h"
 #include "fwp/Runtime/PlanCuda.h"
@@ -115,9 +116,9 @@ struct CompileOptions {
   bool cpuGpuTiling = false;
   /// The GPU's scan as one kernel per chunk operation (fwp-to-ptx's
   /// gpu-stages; on the CPU with cpuGpuTiling) instead of fwp-tile-scan's
-  /// kernels, which stay the default until a GPU has timed both. Part of
-  /// the cache key.
-  bool gpuStages = false;
+  /// kernels, which stay the default until a GPU has timed both
+  /// (fwp/GpuStages.h). Part of the cache key.
+  bool gpuStages = kDefaultGpuStages;
 };
 
 /// The CPU optimisation level used when CompileOptions::cpuOptLevel is -1.

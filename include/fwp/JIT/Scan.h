@@ -59,6 +59,9 @@ struct ScanDesc {
   Backend backend = Backend::Cpu;
   /// CUDA: "sm_NN" (empty: sm_90); CPU: empty (this host).
   std::string chip;
+  /// CUDA: the scan as one kernel per chunk operation rather than
+  /// fwp-tile-scan's kernels (fwp/GpuStages.h).
+  bool gpuStages = kDefaultGpuStages;
 
   int64_t dFeature() const { return nu > 0 ? 2 * dInput * nu : dInput; }
 
@@ -67,8 +70,9 @@ struct ScanDesc {
 
   /// One line naming every field, e.g. "scan f32 delta d_in=16 d_v=16 nu=1
   /// eps=1e-06 chunk=64 initial d_final batch_first" ("scan cuda f32 ..."
-  /// for CUDA, with " chip=sm_80" where the chip is not the default); a
-  /// cache key as well as a message.
+  /// for CUDA, with " chip=sm_80" where the chip is not the default and
+  /// " gpu-stages" with the stages' kernels); a cache key as well as a
+  /// message.
   std::string str() const;
 
   /// The chip CUDA code is for: chip, or "sm_90".

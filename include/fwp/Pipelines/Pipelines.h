@@ -11,6 +11,7 @@
 #define FWP_PIPELINES_PIPELINES_H
 
 #include "fwp/Conversion/Passes.h"
+#include "fwp/GpuStages.h"
 #include "fwp/RegisterTile.h"
 #include "fwp/Transforms/Passes.h"
 
@@ -35,7 +36,7 @@ struct CommonPipelineOptions : mlir::PassPipelineOptions<Derived> {
                      "(fwp-scan-to-chunks, fwp-lower-chunks unfused, "
                      "fwp-gpu-tiles) instead of fwp-tile-scan's kernels; "
                      "for fwp-to-cpu, with gpu-tiling"),
-      llvm::cl::init(false)};
+      llvm::cl::init(kDefaultGpuStages)};
 };
 
 struct CpuPipelineOptions : CommonPipelineOptions<CpuPipelineOptions> {
