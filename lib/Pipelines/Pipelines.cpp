@@ -77,11 +77,13 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
   if (tileScan) {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   } else {
-    // The GPU's stages stay one kernel each: a fused kernel per (batch,
-    // head) would leave most of a GPU idle.
+    // The GPU's stages stay kernels of their own but the outputs, made in
+    // the states' kernel over (batch, head, value block): a kernel per
+    // (batch, head) would leave most of a GPU idle.
     pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
     pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-        {/*fuseForward=*/cpu, /*fuseBackward=*/cpu, /*mapKernels=*/true}));
+        {/*fuseForward=*/cpu, /*fuseBackward=*/cpu, /*fuseOutput=*/true,
+         /*mapKernels=*/true}));
   }
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());

@@ -325,6 +325,8 @@ void populateLowerChunkQkGradPattern(mlir::RewritePatternSet &patterns);
 void populateLowerChunkWyGradPattern(mlir::RewritePatternSet &patterns);
 /// The forward's three operations as one kernel per (batch, head).
 void populateFuseChunkForwardPattern(mlir::RewritePatternSet &patterns);
+/// fwp.chunk_output in its fwp.chunk_states' kernel (LowerChunkStates.cpp).
+void populateFuseChunkStatesOutputPattern(mlir::RewritePatternSet &patterns);
 /// fwp.dpfp and fwp.dpfp_grad outside kernels as kernels over (batch, head,
 /// block of rows) (FeatureMapKernels.cpp).
 void populateFeatureMapKernelPatterns(mlir::RewritePatternSet &patterns);

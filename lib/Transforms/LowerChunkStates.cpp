@@ -14,6 +14,8 @@
 
 #include "ChunkLowering.h"
 
+#include "mlir/IR/Dominance.h"
+
 using namespace mlir;
 
 namespace fwp {
@@ -36,6 +38,121 @@ Value chunkNextState(ChunkTiles &tiles, Value writes, KeyTile keys,
 
 namespace {
 
+/// `op` lowered, and with `output` a fwp.chunk_output of its start states
+/// and writes made in the same loop; `storeStarts` and `storeWrites`: whether
+/// the start states and the writes are stored (others read them). The
+/// forall's results: the start states and the writes where stored, the
+/// final state, then the outputs.
+scf::ForallOp lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
+                          ChunkOutputOp output, bool storeStarts,
+                          bool storeWrites) {
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  Type element = op.getK().getType().getElementType();
+  ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+  int64_t features = op.getK().getType().getDimSize(3);
+  int64_t values = op.getValues().getType().getDimSize(3);
+  int64_t block = valueBlockWidth(op, values, features);
+  Value steps = tiles.stepDim(op.getK(), 0);
+  Value chunks = tiles.numChunks(steps);
+  SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
+                               tiles.stepDim(op.getK(), 2)};
+  Value batch = bounds[0], heads = bounds[1];
+  if (block < values)
+    bounds.push_back(tiles.index(values / block));
+
+  SmallVector<Value> outputs;
+  if (storeStarts)
+    outputs.push_back(tiles.emptyState(op.getH(), {batch, heads, chunks}));
+  if (storeWrites)
+    outputs.push_back(tiles.emptyLike(op.getValues()));
+  outputs.push_back(tiles.emptyState(op.getFinalState(), {batch, heads}));
+  if (output)
+    outputs.push_back(tiles.emptyLike(op.getValues()));
+
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  OpFoldResult blockSize = b.getIndexAttr(block),
+               featuresSize = b.getIndexAttr(features);
+  return buildForall(
+      b, output ? "chunk_states_output" : "chunk_states", bounds, outputs,
+      [&](ValueRange point, ValueRange outs) {
+        Value bi = point[0], h = point[1];
+        OpFoldResult v0 = tiles.blockStart(point, block, values);
+        ValueBlock columns{v0, block};
+        // The stored per-step and per-chunk results, carried through the
+        // chunk loop after the state; the final state's out is not.
+        SmallVector<ChunkTiles::View> views;
+        size_t next = 0;
+        if (storeStarts)
+          views.push_back(tiles.headStates(outs[next++], bi, h, chunks, block,
+                                           features, v0));
+        if (storeWrites)
+          views.push_back(
+              tiles.headRows(outs[next++], bi, h, steps, block, v0));
+        Value finalOut = outs[next++];
+        if (output)
+          views.push_back(tiles.headRows(outs[next], bi, h, steps, block, v0));
+        ChunkTiles::Slice finalSlice =
+            tiles.perHead(bi, h, {blockSize, featuresSize}, {v0});
+        SmallVector<Value> init = {
+            tiles.startState(op.getInitial(), finalSlice, block, features)};
+        for (const ChunkTiles::View &view : views)
+          init.push_back(view.tile);
+
+        auto loop = scf::ForOp::create(
+            b, tiles.index(0), chunks, tiles.index(1), init,
+            [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
+              ImplicitLocOpBuilder cb(loc, nb);
+              ChunkTiles chunkTiles(cb, tiles);
+              Value s = carried[0];
+              ValueRange stored = carried.drop_front();
+              SmallVector<Value> yielded = {Value()};
+              size_t i = 0;
+              if (storeStarts)
+                yielded.push_back(chunkTiles.place(
+                    s, stored[i++],
+                    chunkTiles.region({c, zero, zero},
+                                      {one, blockSize, featuresSize})));
+              auto [t0, len] = chunkTiles.span(c, steps);
+              Value keys = chunkTiles.loadRows(op.getK(), bi, h, t0, len);
+              Value wt;
+              if (op.getWt())
+                wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
+              Value u = chunkWrites(
+                  chunkTiles,
+                  chunkTiles.loadRows(op.getValues(), bi, h, t0, len, columns),
+                  wt, s);
+              ChunkTiles::Slice rows =
+                  chunkTiles.region({t0, zero}, {len, blockSize});
+              if (storeWrites)
+                yielded.push_back(chunkTiles.place(chunkTiles.firstRows(u, len),
+                                                   stored[i++], rows));
+              if (output) {
+                Value queries =
+                    chunkTiles.loadRows(output.getQ(), bi, h, t0, len);
+                Value y = chunkOutput(chunkTiles, queries, KeyTile(keys), u,
+                                      StateTile(s));
+                yielded.push_back(chunkTiles.place(chunkTiles.firstRows(y, len),
+                                                   stored[i++], rows));
+              }
+              // Last: the next state accumulates into the state's tile,
+              // which nothing may read after it.
+              yielded[0] = chunkNextState(chunkTiles, u, keys, s);
+              scf::YieldOp::create(cb, yielded);
+            });
+        SmallVector<ParallelStore> stores;
+        for (auto [i, view] : llvm::enumerate(views)) {
+          Value out = outs[i < (storeStarts + storeWrites) ? i : i + 1];
+          stores.push_back({loop.getResult(i + 1), out, view.slice});
+        }
+        // In the order of the outs.
+        stores.insert(
+            stores.begin() + (storeStarts + storeWrites),
+            ParallelStore{tiles.copyTo(loop.getResult(0), finalOut, finalSlice),
+                          finalOut, finalSlice});
+        return stores;
+      });
+}
+
 struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -44,75 +161,56 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
     if (failed(requireStaticWidth(rewriter, op, op.getK(), "k")) ||
         failed(requireStaticWidth(rewriter, op, op.getValues(), "values")))
       return failure();
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Type element = op.getK().getType().getElementType();
-    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
-    int64_t features = op.getK().getType().getDimSize(3);
-    int64_t values = op.getValues().getType().getDimSize(3);
-    int64_t block = valueBlockWidth(op, values, features);
-    Value steps = tiles.stepDim(op.getK(), 0);
-    Value chunks = tiles.numChunks(steps);
-    SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
-                                 tiles.stepDim(op.getK(), 2)};
-    Value batch = bounds[0], heads = bounds[1];
-    if (block < values)
-      bounds.push_back(tiles.index(values / block));
-
-    Value outputs[] = {tiles.emptyState(op.getH(), {batch, heads, chunks}),
-                       tiles.emptyLike(op.getValues()),
-                       tiles.emptyState(op.getFinalState(), {batch, heads})};
-
-    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    OpFoldResult blockSize = b.getIndexAttr(block),
-                 featuresSize = b.getIndexAttr(features);
-    auto forall = buildForall(
-        b, "chunk_states", bounds, outputs,
-        [&](ValueRange point, ValueRange outs) {
-          Value bi = point[0], h = point[1];
-          OpFoldResult v0 = tiles.blockStart(point, block, values);
-          ValueBlock columns{v0, block};
-          ChunkTiles::View starts =
-              tiles.headStates(outs[0], bi, h, chunks, block, features, v0);
-          ChunkTiles::View headRows =
-              tiles.headRows(outs[1], bi, h, steps, block, v0);
-          ChunkTiles::Slice finalSlice =
-              tiles.perHead(bi, h, {blockSize, featuresSize}, {v0});
-          Value state =
-              tiles.startState(op.getInitial(), finalSlice, block, features);
-
-          auto loop = scf::ForOp::create(
-              b, tiles.index(0), chunks, tiles.index(1),
-              ValueRange{state, starts.tile, headRows.tile},
-              [&](OpBuilder &nb, Location loc, Value c, ValueRange carried) {
-                ImplicitLocOpBuilder cb(loc, nb);
-                ChunkTiles chunkTiles(cb, tiles);
-                Value s = carried[0];
-                Value starts = chunkTiles.place(
-                    s, carried[1],
-                    chunkTiles.region({c, zero, zero},
-                                      {one, blockSize, featuresSize}));
-                auto [t0, len] = chunkTiles.span(c, steps);
-                Value keys = chunkTiles.loadRows(op.getK(), bi, h, t0, len);
-                Value wt;
-                if (op.getWt())
-                  wt = chunkTiles.loadRows(op.getWt(), bi, h, t0, len);
-                Value u = chunkWrites(chunkTiles,
-                                      chunkTiles.loadRows(op.getValues(), bi, h,
-                                                          t0, len, columns),
-                                      wt, s);
-                Value rows = chunkTiles.place(
-                    chunkTiles.firstRows(u, len), carried[2],
-                    chunkTiles.region({t0, zero}, {len, blockSize}));
-                Value next = chunkNextState(chunkTiles, u, keys, s);
-                scf::YieldOp::create(cb, ValueRange{next, starts, rows});
-              });
-          return SmallVector<ParallelStore>{
-              {loop.getResult(1), outs[0], starts.slice},
-              {loop.getResult(2), outs[1], headRows.slice},
-              {tiles.copyTo(loop.getResult(0), outs[2], finalSlice), outs[2],
-               finalSlice}};
-        });
+    scf::ForallOp forall = lowerStates(rewriter, op, ChunkOutputOp(),
+                                       /*storeStarts=*/true,
+                                       /*storeWrites=*/true);
     rewriter.replaceOp(op, forall.getResults());
+    return success();
+  }
+};
+
+/// A fwp.chunk_output of a fwp.chunk_states' start states and writes, made
+/// in the states' loop over the chunks: the chunk's keys and writes, and
+/// the state, are at hand there. The states' kernel, over (batch, head,
+/// value block), then writes the outputs; the start states and the writes
+/// are stored only where others read them.
+struct FuseChunkStatesOutput : OpRewritePattern<ChunkOutputOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkOutputOp output,
+                                PatternRewriter &rewriter) const override {
+    auto states = output.getH().getDefiningOp<ChunkStatesOp>();
+    if (!states || output.getU() != states.getU() ||
+        output.getK() != states.getK() ||
+        states.getChunkSize() != output.getChunkSize() ||
+        states.getBatchFirst() != output.getBatchFirst() ||
+        output.getType() != states.getValues().getType())
+      return rewriter.notifyMatchFailure(output, "not the states' outputs");
+    if (failed(requireStaticWidth(rewriter, states, states.getK(), "k")) ||
+        failed(requireStaticWidth(rewriter, states, states.getValues(),
+                                  "values")) ||
+        failed(requireStaticWidth(rewriter, output, output.getQ(), "q")))
+      return failure();
+    // The kernel takes the states' place, before every use of their
+    // results: the queries must be there already.
+    if (!DominanceInfo(states->getParentOp())
+             .properlyDominates(output.getQ(), states))
+      return rewriter.notifyMatchFailure(output, "queries after the states");
+    bool storeStarts = !onlyUsedBy(states.getH(), output);
+    bool storeWrites = !onlyUsedBy(states.getU(), output);
+    rewriter.setInsertionPoint(states);
+    scf::ForallOp forall =
+        lowerStates(rewriter, states, output, storeStarts, storeWrites);
+    ValueRange results = forall.getResults();
+    if (storeStarts)
+      rewriter.replaceAllUsesWith(states.getH(), results.take_front(1));
+    if (storeWrites)
+      rewriter.replaceAllUsesWith(states.getU(), results[storeStarts ? 1 : 0]);
+    rewriter.replaceAllUsesWith(states.getFinalState(),
+                                results[storeStarts + storeWrites]);
+    rewriter.replaceAllUsesWith(output.getResult(), results.back());
+    rewriter.eraseOp(output);
+    rewriter.eraseOp(states);
     return success();
   }
 };
@@ -121,6 +219,10 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
 
 void populateLowerChunkStatesPattern(RewritePatternSet &patterns) {
   patterns.add<LowerChunkStates>(patterns.getContext());
+}
+
+void populateFuseChunkStatesOutputPattern(RewritePatternSet &patterns) {
+  patterns.add<FuseChunkStatesOutput>(patterns.getContext());
 }
 
 } // namespace fwp

@@ -421,10 +421,12 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
   using FwpLowerChunksBase::FwpLowerChunksBase;
 
   void runOnOperation() override {
-    if (fuseForward || fuseBackward) {
+    if (fuseForward || fuseBackward || fuseOutput) {
       RewritePatternSet fusion(&getContext());
       if (fuseForward)
         populateFuseChunkForwardPattern(fusion);
+      else if (fuseOutput)
+        populateFuseChunkStatesOutputPattern(fusion);
       if (fuseBackward)
         populateFuseChunkBackwardPattern(fusion);
       // A fusion erases the operations it fuses, siblings of the one it

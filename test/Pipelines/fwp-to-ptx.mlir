@@ -16,7 +16,7 @@
 // SM80: #nvvm.target<O = 3, chip = "sm_80">
 // SM80-SAME: .maxntid 256, 1, 1
 
-// The scan's kernels with gpu-stages: one per chunk operation.
+// The scan's kernels with gpu-stages: one per chunk operation, the outputs
+// made in the states' kernel.
 // STAGES-DAG: gpu.binary @chunk_wy
-// STAGES-DAG: gpu.binary @chunk_states
-// STAGES-DAG: gpu.binary @chunk_output
+// STAGES-DAG: gpu.binary @chunk_states_output

@@ -1,6 +1,7 @@
 // RUN: fwp-opt %s -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-forward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-backward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-BACK
+// RUN: fwp-opt %s -fwp-lower-chunks=fuse-output -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-OUT
 // RUN: fwp-opt %s -fwp-lower-chunks=map-kernels -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MAPS
 // On a GPU target, the kernels mapped onto the grid, one instance a block.
 // RUN: fwp-opt %s -fwp-configure-kernels=target=gpu -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=GPU
@@ -191,6 +192,17 @@ func.func @output(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 // FUSED: {fwp.kernel = "chunk_forward"}
 // FUSED-NOT: fwp.kernel
 // FUSED: return %[[KERNEL]]#0, %[[KERNEL]]#1
+// With fuse-output the WY form stays a kernel over the chunks; the outputs
+// are made in the states' loop, which stores neither the start states nor
+// the writes (only the outputs read them): the final state, then y.
+// FUSED-OUT-LABEL: func @forward
+// FUSED-OUT: {fwp.kernel = "chunk_wy"}
+// FUSED-OUT: %[[KERNEL:.*]]:2 = scf.forall (%{{.*}}, %{{.*}}) in
+// FUSED-OUT-SAME: -> (tensor<2x4x8x32xf32>, tensor<40x2x4x8xf32>)
+// FUSED-OUT: scf.for {{.*}} -> (tensor<8x32xf32>, tensor<?x8xf32>)
+// FUSED-OUT: {fwp.kernel = "chunk_states_output"}
+// FUSED-OUT-NOT: fwp.kernel
+// FUSED-OUT: return %[[KERNEL]]#1, %[[KERNEL]]#0
 func.func @forward(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
                    %v: tensor<40x2x4x8xf32>, %b: tensor<40x2x4xf32>)
     -> (tensor<40x2x4x8xf32>, tensor<2x4x8x32xf32>) {
@@ -274,6 +286,12 @@ func.func @forward_dpfp_read(%q: tensor<40x2x4x8xf32>,
 // FUSED: {fwp.kernel = "chunk_forward"}
 // FUSED-NOT: fwp.kernel
 // FUSED: return %[[KERNEL]]#0, %[[KERNEL]]#1, %[[KERNEL]]#2, %[[KERNEL]]#3
+// FUSED-OUT-LABEL: func @stored_for_gradients
+// FUSED-OUT: %[[WY:.*]]:2 = scf.forall
+// FUSED-OUT: {fwp.kernel = "chunk_wy"}
+// FUSED-OUT: %[[KERNEL:.*]]:4 = scf.forall
+// FUSED-OUT: {fwp.kernel = "chunk_states_output"}
+// FUSED-OUT: return %[[KERNEL]]#3, %[[WY]]#0, %[[KERNEL]]#1, %[[KERNEL]]#0
 func.func @stored_for_gradients(%q: tensor<40x2x4x32xf32>,
                                 %k: tensor<40x2x4x32xf32>,
                                 %v: tensor<40x2x4x8xf32>,

@@ -658,7 +658,7 @@ TEST_F(FwpRunTest, GpuStagesDumpsTheStagesKernels) {
                          quote(dump.string()))));
   std::vector<std::string> cuda = listDir(dump / "cuda" / "forward");
   for (const char *kernel :
-       {"chunk_wy.ptx", "chunk_states.ptx", "chunk_output.ptx", "dpfp.ptx"})
+       {"chunk_wy.ptx", "chunk_states_output.ptx", "dpfp.ptx"})
     EXPECT_TRUE(std::count(cuda.begin(), cuda.end(), kernel)) << kernel;
   EXPECT_FALSE(std::count(cuda.begin(), cuda.end(), "scan_state.ptx"));
 }

@@ -278,9 +278,9 @@ TEST(GpuTilingOnTheHost, ForwardAndBackwardMatchReference) {
   expectF32AndF64MatchReference(cases, options, 31);
 }
 
-/// The GPU's scan as one kernel per chunk operation (CompileOptions::
-/// gpuStages: chunk_wy, chunk_states, chunk_output, the three gradients and
-/// the feature maps as kernels of their own), on the emulator in the CUDA
+/// The GPU's scan as the chunk operations' kernels (CompileOptions::
+/// gpuStages: chunk_wy, chunk_states_output, the three gradients and the
+/// feature maps as kernels of their own), on the emulator in the CUDA
 /// build and on the host with the GPU's tiling in the CPU build: several
 /// chunks a sequence with a ragged last one (T B = 133 and 70 rows),
 /// D = 128 features whose tiles go to global scratch rather than shared

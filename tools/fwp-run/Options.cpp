@@ -184,10 +184,10 @@ cl::opt<std::string>
 cl::opt<bool> gpuStages(
     "gpu-stages", cl::cat(category),
     cl::desc("the cuda backend's scan (and the PTX that --dump-ir writes)\n"
-             "as one kernel per chunk operation: chunk_wy, chunk_states,\n"
-             "chunk_output and their gradients, instead of the default\n"
-             "scan_prepare, scan_state, ... (the cpu backend's own kernels\n"
-             "are the same either way)"));
+             "as kernels of the chunk operations: chunk_wy,\n"
+             "chunk_states_output and the gradients', instead of the\n"
+             "default scan_prepare, scan_state, ... (the cpu backend's own\n"
+             "kernels are the same either way)"));
 
 constexpr const char *kOverview =
     "runs the fast-weight attention layer on .npy inputs\n\n"

@@ -32,10 +32,10 @@ struct CommonPipelineOptions : mlir::PassPipelineOptions<Derived> {
       llvm::cl::init(kDefaultChunkSize)};
   typename Base::template Option<bool> gpuStages{
       *this, "gpu-stages",
-      llvm::cl::desc("the GPU's scan as one kernel per chunk operation "
-                     "(fwp-scan-to-chunks, fwp-lower-chunks unfused, "
-                     "fwp-gpu-tiles) instead of fwp-tile-scan's kernels; "
-                     "for fwp-to-cpu, with gpu-tiling"),
+      llvm::cl::desc("the GPU's scan as the chunk operations' kernels "
+                     "(fwp-scan-to-chunks, fwp-lower-chunks with only "
+                     "fuse-output, fwp-gpu-tiles) instead of fwp-tile-scan's "
+                     "kernels; for fwp-to-cpu, with gpu-tiling"),
       llvm::cl::init(kDefaultGpuStages)};
 };
 

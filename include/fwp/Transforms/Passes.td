@@ -156,6 +156,14 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     the writes `U`, the start states: a training step's gradients) it also
     stores.
 
+    With `fuse-output` (and not `fuse-forward`), a `fwp.chunk_output` of a
+    `fwp.chunk_states`' start states and writes is made in the states' own
+    loop over the chunks, `chunk_states_output`, a forall over (batch,
+    head, value block): the chunk's keys, its writes and the state are at
+    hand there, so neither the start states nor the writes are stored
+    unless other operations read them (the GPU's choice: `chunk_wy` stays
+    a kernel over the chunks, in parallel).
+
     With `fuse-backward`, the delta rule's `fwp.chunk_qk_grad` and
     `fwp.chunk_wy_grad` (where nothing else reads dWt, and the two key
     gradients are only summed) become one kernel over (batch, head, chunk),
@@ -189,6 +197,9 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
            "The forward's stages as one kernel per (batch, head)">,
     Option<"fuseBackward", "fuse-backward", "bool", /*default=*/"false",
            "The backward's per-chunk gradients as one kernel">,
+    Option<"fuseOutput", "fuse-output", "bool", /*default=*/"false",
+           "fwp.chunk_output in its fwp.chunk_states' kernel (without "
+           "fuse-forward, which takes both)">,
     Option<"mapKernels", "map-kernels", "bool", /*default=*/"false",
            "Feature maps and their gradients outside kernels as kernels">,
   ];

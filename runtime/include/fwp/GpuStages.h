@@ -1,8 +1,8 @@
 //===- GpuStages.h - Which kernels the GPU's scan takes ---------*- C++ -*-===//
 //
 // The GPU's scan is lowered two ways: fwp-tile-scan's kernels (scan_prepare,
-// scan_state, ...) or one kernel per chunk operation (chunk_wy,
-// chunk_states, chunk_output, ...: the CPU's lowering, unfused). Where
+// scan_state, ...) or the chunk operations' kernels (chunk_wy,
+// chunk_states_output, ...: the CPU's lowering, less fused). Where
 // nothing else is asked for (fwp-to-ptx's gpu-stages, the JIT's
 // CompileOptions::gpuStages, ScanDesc::gpuStages), the build decides:
 // tile-scan's, unless configured with -DFWP_GPU_STAGES_BY_DEFAULT=ON, so that
