@@ -38,14 +38,18 @@ Value chunkNextState(ChunkTiles &tiles, Value writes, KeyTile keys,
 
 namespace {
 
+/// The results of a fwp.chunk_states kernel; the start states and the
+/// writes null where not stored, the outputs null without a fused output.
+struct StatesKernel {
+  Value finalState, starts, writes, outputs;
+};
+
 /// `op` lowered, and with `output` a fwp.chunk_output of its start states
 /// and writes made in the same loop; `storeStarts` and `storeWrites`: whether
-/// the start states and the writes are stored (others read them). The
-/// forall's results: the start states and the writes where stored, the
-/// final state, then the outputs.
-scf::ForallOp lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
-                          ChunkOutputOp output, bool storeStarts,
-                          bool storeWrites) {
+/// the start states and the writes are stored (others read them).
+StatesKernel lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
+                         ChunkOutputOp output, bool storeStarts,
+                         bool storeWrites) {
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Type element = op.getK().getType().getElementType();
   ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
@@ -60,37 +64,35 @@ scf::ForallOp lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
   if (block < values)
     bounds.push_back(tiles.index(values / block));
 
-  SmallVector<Value> outputs;
+  // The final state first, then what the chunk loop carries after the
+  // state: the start states, the writes, the outputs (as asked for).
+  SmallVector<Value> outputs = {
+      tiles.emptyState(op.getFinalState(), {batch, heads})};
   if (storeStarts)
     outputs.push_back(tiles.emptyState(op.getH(), {batch, heads, chunks}));
   if (storeWrites)
     outputs.push_back(tiles.emptyLike(op.getValues()));
-  outputs.push_back(tiles.emptyState(op.getFinalState(), {batch, heads}));
   if (output)
     outputs.push_back(tiles.emptyLike(op.getValues()));
 
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   OpFoldResult blockSize = b.getIndexAttr(block),
                featuresSize = b.getIndexAttr(features);
-  return buildForall(
+  auto forall = buildForall(
       b, output ? "chunk_states_output" : "chunk_states", bounds, outputs,
       [&](ValueRange point, ValueRange outs) {
         Value bi = point[0], h = point[1];
         OpFoldResult v0 = tiles.blockStart(point, block, values);
         ValueBlock columns{v0, block};
-        // The stored per-step and per-chunk results, carried through the
-        // chunk loop after the state; the final state's out is not.
         SmallVector<ChunkTiles::View> views;
-        size_t next = 0;
+        ValueRange carriedOuts = outs.drop_front();
         if (storeStarts)
-          views.push_back(tiles.headStates(outs[next++], bi, h, chunks, block,
-                                           features, v0));
-        if (storeWrites)
-          views.push_back(
-              tiles.headRows(outs[next++], bi, h, steps, block, v0));
-        Value finalOut = outs[next++];
-        if (output)
-          views.push_back(tiles.headRows(outs[next], bi, h, steps, block, v0));
+          views.push_back(tiles.headStates(carriedOuts[views.size()], bi, h,
+                                           chunks, block, features, v0));
+        for (bool rows : {storeWrites, bool(output)})
+          if (rows)
+            views.push_back(tiles.headRows(carriedOuts[views.size()], bi, h,
+                                           steps, block, v0));
         ChunkTiles::Slice finalSlice =
             tiles.perHead(bi, h, {blockSize, featuresSize}, {v0});
         SmallVector<Value> init = {
@@ -104,12 +106,11 @@ scf::ForallOp lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
               ImplicitLocOpBuilder cb(loc, nb);
               ChunkTiles chunkTiles(cb, tiles);
               Value s = carried[0];
-              ValueRange stored = carried.drop_front();
               SmallVector<Value> yielded = {Value()};
-              size_t i = 0;
+              auto next = [&]() { return carried[yielded.size()]; };
               if (storeStarts)
                 yielded.push_back(chunkTiles.place(
-                    s, stored[i++],
+                    s, next(),
                     chunkTiles.region({c, zero, zero},
                                       {one, blockSize, featuresSize})));
               auto [t0, len] = chunkTiles.span(c, steps);
@@ -125,32 +126,37 @@ scf::ForallOp lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
                   chunkTiles.region({t0, zero}, {len, blockSize});
               if (storeWrites)
                 yielded.push_back(chunkTiles.place(chunkTiles.firstRows(u, len),
-                                                   stored[i++], rows));
+                                                   next(), rows));
               if (output) {
                 Value queries =
                     chunkTiles.loadRows(output.getQ(), bi, h, t0, len);
                 Value y = chunkOutput(chunkTiles, queries, KeyTile(keys), u,
                                       StateTile(s));
                 yielded.push_back(chunkTiles.place(chunkTiles.firstRows(y, len),
-                                                   stored[i++], rows));
+                                                   next(), rows));
               }
               // Last: the next state accumulates into the state's tile,
               // which nothing may read after it.
               yielded[0] = chunkNextState(chunkTiles, u, keys, s);
               scf::YieldOp::create(cb, yielded);
             });
-        SmallVector<ParallelStore> stores;
-        for (auto [i, view] : llvm::enumerate(views)) {
-          Value out = outs[i < (storeStarts + storeWrites) ? i : i + 1];
-          stores.push_back({loop.getResult(i + 1), out, view.slice});
-        }
-        // In the order of the outs.
-        stores.insert(
-            stores.begin() + (storeStarts + storeWrites),
-            ParallelStore{tiles.copyTo(loop.getResult(0), finalOut, finalSlice),
-                          finalOut, finalSlice});
+        SmallVector<ParallelStore> stores = {
+            {tiles.copyTo(loop.getResult(0), outs[0], finalSlice), outs[0],
+             finalSlice}};
+        for (auto [i, view] : llvm::enumerate(views))
+          stores.push_back({loop.getResult(i + 1), carriedOuts[i], view.slice});
         return stores;
       });
+  StatesKernel kernel{forall.getResult(0), {}, {}, {}};
+  ValueRange carried = forall.getResults().drop_front();
+  size_t i = 0;
+  if (storeStarts)
+    kernel.starts = carried[i++];
+  if (storeWrites)
+    kernel.writes = carried[i++];
+  if (output)
+    kernel.outputs = carried[i++];
+  return kernel;
 }
 
 struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
@@ -161,10 +167,10 @@ struct LowerChunkStates : OpRewritePattern<ChunkStatesOp> {
     if (failed(requireStaticWidth(rewriter, op, op.getK(), "k")) ||
         failed(requireStaticWidth(rewriter, op, op.getValues(), "values")))
       return failure();
-    scf::ForallOp forall = lowerStates(rewriter, op, ChunkOutputOp(),
-                                       /*storeStarts=*/true,
-                                       /*storeWrites=*/true);
-    rewriter.replaceOp(op, forall.getResults());
+    StatesKernel kernel = lowerStates(rewriter, op, ChunkOutputOp(),
+                                      /*storeStarts=*/true,
+                                      /*storeWrites=*/true);
+    rewriter.replaceOp(op, {kernel.starts, kernel.writes, kernel.finalState});
     return success();
   }
 };
@@ -199,16 +205,14 @@ struct FuseChunkStatesOutput : OpRewritePattern<ChunkOutputOp> {
     bool storeStarts = !onlyUsedBy(states.getH(), output);
     bool storeWrites = !onlyUsedBy(states.getU(), output);
     rewriter.setInsertionPoint(states);
-    scf::ForallOp forall =
+    StatesKernel kernel =
         lowerStates(rewriter, states, output, storeStarts, storeWrites);
-    ValueRange results = forall.getResults();
     if (storeStarts)
-      rewriter.replaceAllUsesWith(states.getH(), results.take_front(1));
+      rewriter.replaceAllUsesWith(states.getH(), kernel.starts);
     if (storeWrites)
-      rewriter.replaceAllUsesWith(states.getU(), results[storeStarts ? 1 : 0]);
-    rewriter.replaceAllUsesWith(states.getFinalState(),
-                                results[storeStarts + storeWrites]);
-    rewriter.replaceAllUsesWith(output.getResult(), results.back());
+      rewriter.replaceAllUsesWith(states.getU(), kernel.writes);
+    rewriter.replaceAllUsesWith(states.getFinalState(), kernel.finalState);
+    rewriter.replaceAllUsesWith(output.getResult(), kernel.outputs);
     rewriter.eraseOp(output);
     rewriter.eraseOp(states);
     return success();

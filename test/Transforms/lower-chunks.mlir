@@ -291,7 +291,7 @@ func.func @forward_dpfp_read(%q: tensor<40x2x4x8xf32>,
 // FUSED-OUT: {fwp.kernel = "chunk_wy"}
 // FUSED-OUT: %[[KERNEL:.*]]:4 = scf.forall
 // FUSED-OUT: {fwp.kernel = "chunk_states_output"}
-// FUSED-OUT: return %[[KERNEL]]#3, %[[WY]]#0, %[[KERNEL]]#1, %[[KERNEL]]#0
+// FUSED-OUT: return %[[KERNEL]]#3, %[[WY]]#0, %[[KERNEL]]#2, %[[KERNEL]]#1
 func.func @stored_for_gradients(%q: tensor<40x2x4x32xf32>,
                                 %k: tensor<40x2x4x32xf32>,
                                 %v: tensor<40x2x4x8xf32>,
