@@ -18,6 +18,7 @@
 #define FWP_RUN_BACKEND_H
 
 #include "fwp/ChunkSize.h"
+#include "fwp/GpuStages.h"
 #include "fwp/Reference/Reference.h"
 #include "fwp/Support/Npy.h"
 
@@ -42,9 +43,9 @@ struct BackendSettings {
   /// --dump-ir: where compiled backends write the IR of every stage (and
   /// the PTX); empty for none.
   std::string dumpIr;
-  /// --gpu-stages: the CUDA kernels' scan as one kernel per chunk operation
-  /// (jit::CompileOptions::gpuStages).
-  bool gpuStages = false;
+  /// --gpu-stages: the CUDA kernels' scan as the chunk operations' kernels
+  /// (jit::CompileOptions::gpuStages); the build's default otherwise.
+  bool gpuStages = kDefaultGpuStages;
 };
 
 class Backend {

@@ -150,7 +150,9 @@ private:
       jit::KernelDesc desc =
           describe(config, shape, settings.computeType.value_or(dtype),
                    settings.chunkSize, target);
-      if (settings.dumpIr.empty() && !settings.gpuStages)
+      // The process-wide kernel, unless the settings ask for another.
+      if (settings.dumpIr.empty() &&
+          settings.gpuStages == jit::CompileOptions().gpuStages)
         return jit::compile(desc);
       if (!compiled)
         compiled =
@@ -186,8 +188,8 @@ private:
 
   BackendSettings settings;
   jit::Backend target;
-  // With --dump-ir: the kernel compiled (once) while dumping.
-  /// The kernel compiled with options (dumping, gpu-stages): once.
+  // With --dump-ir or another kind of GPU kernels: the kernel, compiled
+  // once.
   mutable std::shared_ptr<const jit::CompiledAttention> compiled;
 };
 

@@ -311,7 +311,7 @@ Options parseOptions(int argc, const char *const *argv) {
     opts.backend = backend;
   opts.chunkSize = positive(chunkSize);
   opts.dumpIr = directory(dumpIr);
-  opts.gpuStages = gpuStages;
+  opts.gpuStages = gpuStages || kDefaultGpuStages;
   if (computeType.getNumOccurrences() > 0)
     opts.computeType = computeType;
   return opts;

@@ -27,7 +27,7 @@ struct Options {
   /// --compute-type: see BackendSettings::computeType.
   std::optional<rt::DType> computeType;
   /// --gpu-stages: see BackendSettings::gpuStages.
-  bool gpuStages = false;
+  bool gpuStages = kDefaultGpuStages;
 };
 
 /// Parses argv with llvm::cl ("--opt value", "--opt=value"). --help (or -h)
