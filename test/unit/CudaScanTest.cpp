@@ -242,7 +242,7 @@ TEST_P(CudaScanOnGpuTest, DeviceBuffersMatchReference) {
   expectDeviceScanMatchesReference(cudaScan(GetParam(), 1));
 }
 
-/// The scan as one kernel per chunk operation (ScanDesc::gpuStages).
+/// The scan as the chunk operations' kernels (ScanDesc::gpuStages).
 TEST_P(CudaScanOnGpuTest, StageKernelsMatchReference) {
   ScanDesc d = cudaScan(GetParam(), 1);
   d.gpuStages = true;

@@ -650,7 +650,7 @@ TEST_F(FwpRunTest, DumpIrWritesEveryStageAndThePtx) {
       {"fwp-run: --dump-ir needs a compiled backend (cpu or cuda)"});
 }
 
-// --gpu-stages: the CUDA kernels' scan as one kernel per chunk operation.
+// --gpu-stages: the CUDA kernels' scan as the chunk operations' kernels.
 TEST_F(FwpRunTest, GpuStagesDumpsTheStagesKernels) {
   writeNewInputs(Sizes(), DType::F32, false);
   fs::path dump = root / "ir";

@@ -114,7 +114,7 @@ struct CompileOptions {
   /// blocks and local state tiles. Checks those forms against the reference
   /// on a host without a GPU. Part of the cache key.
   bool cpuGpuTiling = false;
-  /// The GPU's scan as one kernel per chunk operation (fwp-to-ptx's
+  /// The GPU's scan as the chunk operations' kernels (fwp-to-ptx's
   /// gpu-stages; on the CPU with cpuGpuTiling) instead of fwp-tile-scan's
   /// kernels, which stay the default until a GPU has timed both
   /// (fwp/GpuStages.h). Part of the cache key.

@@ -59,7 +59,7 @@ struct ScanDesc {
   Backend backend = Backend::Cpu;
   /// CUDA: "sm_NN" (empty: sm_90); CPU: empty (this host).
   std::string chip;
-  /// CUDA: the scan as one kernel per chunk operation rather than
+  /// CUDA: the scan as the chunk operations' kernels rather than
   /// fwp-tile-scan's kernels (fwp/GpuStages.h).
   bool gpuStages = kDefaultGpuStages;
 
