@@ -22,6 +22,44 @@ LogicalResult verifyChunking(ChunkOp op, LayoutChecker &layout) {
   return success();
 }
 
+/// A tensor of a stage, by name; null where an optional one is absent.
+struct NamedTensor {
+  StringRef name;
+  Value value;
+};
+
+/// The element types of a stage (FwpChunkOps.td): the tensors it hands to or
+/// takes from other stages (`handed`) share one type, f32 or f64; the
+/// scan's own (`stored`) are of that type or a narrower float.
+LogicalResult verifyElementTypes(Operation *op, ArrayRef<NamedTensor> handed,
+                                 ArrayRef<NamedTensor> stored) {
+  Type arithmetic = getElementTypeOrSelf(handed.front().value.getType());
+  if (!isa<Float32Type, Float64Type>(arithmetic))
+    return op->emitOpError()
+           << "'" << handed.front().name << "' has element type " << arithmetic
+           << ": the stages hand each other f32 or f64 tensors";
+  for (const NamedTensor &tensor : handed.drop_front()) {
+    if (!tensor.value)
+      continue;
+    Type element = getElementTypeOrSelf(tensor.value.getType());
+    if (element != arithmetic)
+      return op->emitOpError()
+             << "'" << tensor.name << "' has element type " << element
+             << ", but '" << handed.front().name << "' has " << arithmetic
+             << "; what the stages hand each other shares one type";
+  }
+  for (const NamedTensor &tensor : stored) {
+    if (!tensor.value)
+      continue;
+    Type element = getElementTypeOrSelf(tensor.value.getType());
+    if (element.getIntOrFloatBitWidth() > arithmetic.getIntOrFloatBitWidth())
+      return op->emitOpError()
+             << "'" << tensor.name << "' has element type " << element
+             << ", wider than the arithmetic type " << arithmetic;
+  }
+  return success();
+}
+
 /// [B, H, d_v, D].
 const StringRef kStateLayout[] = {"batch", "heads", "d_v", "D"};
 /// [B, H, N, d_v, D].
@@ -30,18 +68,21 @@ const StringRef kChunkStatesLayout[] = {"batch", "heads", "chunks", "d_v", "D"};
 } // namespace
 
 LogicalResult ChunkWyOp::verify() {
-  LayoutChecker layout(getOperation());
+  LayoutChecker layout(getOperation(), /*sameElementType=*/false);
   if (failed(layout.check("k", getK(), stepLayout(*this, "D"))) ||
       failed(layout.check("v", getV(), stepLayout(*this, "d_v"))) ||
       failed(layout.check("beta", getBeta(), stepLayout(*this))) ||
       failed(layout.check("wt", getWt(), stepLayout(*this, "D"))) ||
-      failed(layout.check("ut", getUt(), stepLayout(*this, "d_v"))))
+      failed(layout.check("ut", getUt(), stepLayout(*this, "d_v"))) ||
+      failed(verifyChunking(*this, layout)))
     return failure();
-  return verifyChunking(*this, layout);
+  return verifyElementTypes(
+      *this, {{"wt", getWt()}, {"ut", getUt()}},
+      {{"k", getK()}, {"v", getV()}, {"beta", getBeta()}});
 }
 
 LogicalResult ChunkStatesOp::verify() {
-  LayoutChecker layout(getOperation());
+  LayoutChecker layout(getOperation(), /*sameElementType=*/false);
   if (failed(layout.check("k", getK(), stepLayout(*this, "D"))) ||
       failed(layout.check("values", getValues(), stepLayout(*this, "d_v"))) ||
       (getWt() &&
@@ -51,24 +92,32 @@ LogicalResult ChunkStatesOp::verify() {
       failed(layout.check("u", getU(), stepLayout(*this, "d_v"))) ||
       failed(layout.check("final_state", getFinalState(), kStateLayout)))
     return failure();
-  if (failed(verifyChunking(*this, layout)))
+  if (failed(verifyChunking(*this, layout)) ||
+      failed(layout.check("h", getH(), kChunkStatesLayout)))
     return failure();
-  return layout.check("h", getH(), kChunkStatesLayout);
+  return verifyElementTypes(*this,
+                            {{"h", getH()}, {"u", getU()}, {"wt", getWt()}},
+                            {{"k", getK()},
+                             {"values", getValues()},
+                             {"initial", getInitial()},
+                             {"final_state", getFinalState()}});
 }
 
 LogicalResult ChunkOutputOp::verify() {
-  LayoutChecker layout(getOperation());
+  LayoutChecker layout(getOperation(), /*sameElementType=*/false);
   if (failed(layout.check("q", getQ(), stepLayout(*this, "D"))) ||
       failed(layout.check("k", getK(), stepLayout(*this, "D"))) ||
       failed(layout.check("u", getU(), stepLayout(*this, "d_v"))) ||
       failed(layout.check("y", getY(), stepLayout(*this, "d_v"))) ||
-      failed(verifyChunking(*this, layout)))
+      failed(verifyChunking(*this, layout)) ||
+      failed(layout.check("h", getH(), kChunkStatesLayout)))
     return failure();
-  return layout.check("h", getH(), kChunkStatesLayout);
+  return verifyElementTypes(*this, {{"h", getH()}, {"u", getU()}},
+                            {{"q", getQ()}, {"k", getK()}, {"y", getY()}});
 }
 
 LogicalResult ChunkStatesGradOp::verify() {
-  LayoutChecker layout(getOperation());
+  LayoutChecker layout(getOperation(), /*sameElementType=*/false);
   if (failed(layout.check("q", getQ(), stepLayout(*this, "D"))) ||
       failed(layout.check("k", getK(), stepLayout(*this, "D"))) ||
       failed(layout.check("dy", getDy(), stepLayout(*this, "d_v"))) ||
@@ -78,13 +127,20 @@ LogicalResult ChunkStatesGradOp::verify() {
        failed(layout.check("d_final", getDFinal(), kStateLayout))) ||
       failed(layout.check("du", getDu(), stepLayout(*this, "d_v"))) ||
       failed(layout.check("d_initial", getDInitial(), kStateLayout)) ||
-      failed(verifyChunking(*this, layout)))
+      failed(verifyChunking(*this, layout)) ||
+      failed(layout.check("dh", getDh(), kChunkStatesLayout)))
     return failure();
-  return layout.check("dh", getDh(), kChunkStatesLayout);
+  return verifyElementTypes(*this,
+                            {{"dh", getDh()}, {"du", getDu()}, {"wt", getWt()}},
+                            {{"q", getQ()},
+                             {"k", getK()},
+                             {"dy", getDy()},
+                             {"d_final", getDFinal()},
+                             {"d_initial", getDInitial()}});
 }
 
 LogicalResult ChunkQkGradOp::verify() {
-  LayoutChecker layout(getOperation());
+  LayoutChecker layout(getOperation(), /*sameElementType=*/false);
   SmallVector<StringRef> features = stepLayout(*this, "D");
   SmallVector<StringRef> values = stepLayout(*this, "d_v");
   if (failed(layout.check("q", getQ(), features)) ||
@@ -96,13 +152,24 @@ LogicalResult ChunkQkGradOp::verify() {
       failed(layout.check("dk", getDk(), features)) ||
       (getDwt() && failed(layout.check("dwt", getDwt(), features))) ||
       failed(verifyChunking(*this, layout)) ||
-      failed(layout.check("h", getH(), kChunkStatesLayout)))
+      failed(layout.check("h", getH(), kChunkStatesLayout)) ||
+      failed(layout.check("dh", getDh(), kChunkStatesLayout)))
     return failure();
-  return layout.check("dh", getDh(), kChunkStatesLayout);
+  return verifyElementTypes(*this,
+                            {{"h", getH()},
+                             {"dh", getDh()},
+                             {"u", getU()},
+                             {"du", getDu()},
+                             {"dwt", getDwt()}},
+                            {{"q", getQ()},
+                             {"k", getK()},
+                             {"dy", getDy()},
+                             {"dq", getDq()},
+                             {"dk", getDk()}});
 }
 
 LogicalResult ChunkWyGradOp::verify() {
-  LayoutChecker layout(getOperation());
+  LayoutChecker layout(getOperation(), /*sameElementType=*/false);
   SmallVector<StringRef> features = stepLayout(*this, "D");
   SmallVector<StringRef> values = stepLayout(*this, "d_v");
   if (failed(layout.check("k", getK(), features)) ||
@@ -112,7 +179,14 @@ LogicalResult ChunkWyGradOp::verify() {
       failed(layout.check("dwt", getDwt(), features)) ||
       failed(layout.check("dk", getDk(), features)) ||
       failed(layout.check("dv", getDv(), values)) ||
-      failed(layout.check("dbeta", getDbeta(), stepLayout(*this))))
+      failed(layout.check("dbeta", getDbeta(), stepLayout(*this))) ||
+      failed(verifyChunking(*this, layout)))
     return failure();
-  return verifyChunking(*this, layout);
+  return verifyElementTypes(*this, {{"du", getDu()}, {"dwt", getDwt()}},
+                            {{"k", getK()},
+                             {"v", getV()},
+                             {"beta", getBeta()},
+                             {"dk", getDk()},
+                             {"dv", getDv()},
+                             {"dbeta", getDbeta()}});
 }

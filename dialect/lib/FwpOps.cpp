@@ -60,11 +60,15 @@ static LogicalResult verifyDpfpShapes(Operation *op, RankedTensorType inputType,
     return op->emitOpError()
            << featuresName << " must have the rank of 'input' ("
            << inputType.getRank() << "), got " << resultType;
-  if (resultType.getElementType() != inputType.getElementType())
+  Type featureElement = resultType.getElementType();
+  Type inputElement = inputType.getElementType();
+  if (featureElement != inputElement &&
+      featureElement.getIntOrFloatBitWidth() <=
+          inputElement.getIntOrFloatBitWidth())
     return op->emitOpError()
-           << featuresName << " element type " << resultType.getElementType()
-           << " differs from 'input' element type "
-           << inputType.getElementType();
+           << featuresName << " element type " << featureElement
+           << " is neither 'input' element type " << inputElement
+           << " nor wider";
 
   LayoutChecker layout(op);
   int64_t last = inputType.getRank() - 1;

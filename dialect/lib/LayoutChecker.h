@@ -26,7 +26,10 @@ using mlir::Value;
 /// first disagreement, naming both tensors.
 class LayoutChecker {
 public:
-  explicit LayoutChecker(mlir::Operation *op) : op(op) {}
+  /// With `sameElementType`, every tensor checked must have the element
+  /// type of the first; else their element types are the op's own concern.
+  explicit LayoutChecker(mlir::Operation *op, bool sameElementType = true)
+      : op(op), sameElementType(sameElementType) {}
 
   /// Checks that `value` is a tensor of the given layout (one name per
   /// dimension) whose element type agrees with the tensors seen so far.
@@ -71,6 +74,8 @@ public:
 
 private:
   LogicalResult checkElementType(StringRef tensorName, RankedTensorType type) {
+    if (!sameElementType)
+      return success();
     if (!elementType) {
       elementType = type.getElementType();
       elementSource = tensorName.str();
@@ -89,6 +94,7 @@ private:
     std::string source;
   };
   mlir::Operation *op;
+  bool sameElementType;
   Type elementType;
   std::string elementSource;
   llvm::StringMap<Binding> sizes;

@@ -55,13 +55,36 @@ func.func @output_layout(%q: tensor<2x40x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 
 // -----
 
-func.func @output_element_type(%q: tensor<40x2x4x32xf32>,
+func.func @handed_element_types(%q: tensor<40x2x4x32xf32>,
     %k: tensor<40x2x4x32xf32>, %u: tensor<40x2x4x8xf32>,
     %h: tensor<2x4x3x8x32xf64>) {
-  // expected-error @+1 {{'h' has element type 'f64', but 'q' has 'f32'; all tensors of the op share one element type}}
+  // expected-error @+1 {{'u' has element type 'f32', but 'h' has 'f64'; what the stages hand each other shares one type}}
   %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
       : tensor<40x2x4x32xf32>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
         tensor<2x4x3x8x32xf64> -> tensor<40x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @handed_in_storage_type(%k: tensor<40x2x4x32xbf16>,
+    %v: tensor<40x2x4x8xbf16>, %b: tensor<40x2x4xbf16>) {
+  // expected-error @+1 {{'wt' has element type 'bf16': the stages hand each other f32 or f64 tensors}}
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xbf16>, tensor<40x2x4x8xbf16>, tensor<40x2x4xbf16>
+      -> tensor<40x2x4x32xbf16>, tensor<40x2x4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @storage_wider_than_arithmetic(%q: tensor<40x2x4x32xf64>,
+    %k: tensor<40x2x4x32xf32>, %u: tensor<40x2x4x8xf32>,
+    %h: tensor<2x4x3x8x32xf32>) {
+  // expected-error @+1 {{'q' has element type 'f64', wider than the arithmetic type 'f32'}}
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xf64>, tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xf32>
   return
 }
 

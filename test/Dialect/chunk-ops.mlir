@@ -87,3 +87,26 @@ func.func @sum_qk_grad(%q: tensor<?x1x2x16xf64>, %k: tensor<?x1x2x16xf64>,
         tensor<?x1x2x4xf64> -> tensor<?x1x2x16xf64>, tensor<?x1x2x16xf64>
   return %dk : tensor<?x1x2x16xf64>
 }
+
+// -----
+
+// 16-bit storage: the scan's tensors bf16, what the stages hand each other
+// f32.
+// CHECK-LABEL: func @bf16_storage
+// CHECK: fwp.chunk_wy {{.*}} : tensor<40x2x4x32xbf16>, tensor<40x2x4x8xbf16>, tensor<40x2x4xbf16> -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+// CHECK: fwp.chunk_states {{.*}} -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xbf16>
+// CHECK: fwp.chunk_output {{.*}} -> tensor<40x2x4x8xbf16>
+func.func @bf16_storage(%q: tensor<40x2x4x32xbf16>, %k: tensor<40x2x4x32xbf16>,
+                        %v: tensor<40x2x4x8xbf16>, %b: tensor<40x2x4xbf16>)
+    -> (tensor<40x2x4x8xbf16>, tensor<2x4x8x32xbf16>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xbf16>, tensor<40x2x4x8xbf16>, tensor<40x2x4xbf16>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xbf16>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xbf16>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xbf16>, tensor<40x2x4x32xbf16>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xbf16>
+  return %y, %final : tensor<40x2x4x8xbf16>, tensor<2x4x8x32xbf16>
+}

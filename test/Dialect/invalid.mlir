@@ -17,9 +17,9 @@ func.func @dpfp_rank(%k: tensor<4x8xf32>) {
 
 // -----
 
-func.func @dpfp_element_type(%k: tensor<4x8xf32>) {
-  // expected-error @+1 {{result element type 'f64' differs from 'input' element type 'f32'}}
-  %f = fwp.dpfp %k : tensor<4x8xf32> -> tensor<4x16xf64>
+func.func @dpfp_element_type(%k: tensor<4x8xbf16>) {
+  // expected-error @+1 {{result element type 'f16' is neither 'input' element type 'bf16' nor wider}}
+  %f = fwp.dpfp %k : tensor<4x8xbf16> -> tensor<4x16xf16>
   return
 }
 

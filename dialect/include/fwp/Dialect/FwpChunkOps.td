@@ -13,6 +13,14 @@
 // possibly shorter. `chunk_size` is C, the choice of the kernel
 // configuration, recorded on each stage.
 //
+// Element types: what the stages hand each other (the WY factors, the
+// written values, the chunk states and their gradients) is of the stage's
+// arithmetic type, f32 or f64. The scan's own tensors (q, k, v, beta, dy,
+// the states it is given and returns, its gradients) keep their storage
+// type, that type or a narrower float (bf16 or f16 storage of an f32
+// computation): the lowerings extend them as they load a chunk's rows and
+// round what they store, once.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FWP_DIALECT_FWPCHUNKOPS_TD
@@ -23,7 +31,20 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Fwp_ChunkTensor : RankedTensorOf<[AnyFloat]>;
 
-def Fwp_ChunkWyOp : Fwp_Op<"chunk_wy", [Pure]> {
+/// A stage whose arithmetic type is the element type of `handed`, one of
+/// the tensors it hands to or takes from another stage.
+class Fwp_ChunkOp<string mnemonic, string handed, list<Trait> traits = []>
+    : Fwp_Op<mnemonic, traits> {
+  let extraClassDeclaration = [{
+    /// The element type of the stage's tiles and of everything it hands
+    /// to other stages: f32 or f64.
+    ::mlir::Type getArithmeticType() {
+      return ::mlir::getElementTypeOrSelf(get}] # handed # [{().getType());
+    }
+  }];
+}
+
+def Fwp_ChunkWyOp : Fwp_ChunkOp<"chunk_wy", "Wt", [Pure]> {
   let summary = "the WY form of each chunk's delta-rule writes";
   let description = [{
     For every chunk of every batch element and head, with `K` (`len x D`),
@@ -37,8 +58,8 @@ def Fwp_ChunkWyOp : Fwp_Op<"chunk_wy", [Pure]> {
     ```
 
     Neither depends on the state, so every chunk is independent. The
-    results `wt` and `ut` have the types of `k` and `v`: row `r` of a chunk
-    is step `c C + r`.
+    results `wt` and `ut` have the shapes of `k` and `v` (row `r` of a
+    chunk is step `c C + r`), in the stage's arithmetic type.
 
     Example:
 
@@ -63,7 +84,8 @@ def Fwp_ChunkWyOp : Fwp_Op<"chunk_wy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fwp_ChunkStatesOp : Fwp_Op<"chunk_states", [Pure, AttrSizedOperandSegments]> {
+def Fwp_ChunkStatesOp : Fwp_ChunkOp<"chunk_states", "H",
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "the pass over the chunks that carries the state";
   let description = [{
     Sequentially over the chunks of every batch element and head, from `S`
@@ -78,7 +100,7 @@ def Fwp_ChunkStatesOp : Fwp_Op<"chunk_states", [Pure, AttrSizedOperandSegments]>
     With `wt` (the delta rule) `values` is the chunk's `Ut` and `U` the
     values the chunk actually writes; without it (the sum rule) `values` is
     `V`. Results: the start states `h` (`[B, H, N, d_v, D]`, `N =
-    ceil(T / C)`), `U` (the type of `values`) and the final state (`[B, H,
+    ceil(T / C)`), `U` (the shape of `values`) and the final state (`[B, H,
     d_v, D]`). Only this stage is sequential in time.
 
     Example:
@@ -108,7 +130,7 @@ def Fwp_ChunkStatesOp : Fwp_Op<"chunk_states", [Pure, AttrSizedOperandSegments]>
   let hasVerifier = 1;
 }
 
-def Fwp_ChunkOutputOp : Fwp_Op<"chunk_output", [Pure]> {
+def Fwp_ChunkOutputOp : Fwp_ChunkOp<"chunk_output", "H", [Pure]> {
   let summary = "each chunk's outputs from its start state and its writes";
   let description = [{
     For every chunk, all chunks independent:
@@ -158,7 +180,7 @@ def Fwp_ChunkOutputOp : Fwp_Op<"chunk_output", [Pure]> {
 //                                                   (prepare_wy_repr_bwd)
 //===----------------------------------------------------------------------===//
 
-def Fwp_ChunkStatesGradOp : Fwp_Op<"chunk_states_grad",
+def Fwp_ChunkStatesGradOp : Fwp_ChunkOp<"chunk_states_grad", "Dh",
     [Pure, AttrSizedOperandSegments]> {
   let summary = "the pass over the chunks, last to first, that carries the "
                 "state's gradient";
@@ -172,7 +194,7 @@ def Fwp_ChunkStatesGradOp : Fwp_Op<"chunk_states_grad",
     dS    = dS + dY^T Q - dU^T Wt   (no dU^T Wt term without `wt`)
     ```
 
-    Results: `dU` (the gradient of the values the chunks write, the type
+    Results: `dU` (the gradient of the values the chunks write, the shape
     of `dy`), `dh` (`[B, H, N, d_v, D]`) and the initial state's gradient
     (`[B, H, d_v, D]`). With `wt` (the delta rule) the state's gradient
     flows through `U = Ut - Wt S^T` as well.
@@ -206,7 +228,7 @@ def Fwp_ChunkStatesGradOp : Fwp_Op<"chunk_states_grad",
   let hasVerifier = 1;
 }
 
-def Fwp_ChunkQkGradOp : Fwp_Op<"chunk_qk_grad", [Pure]> {
+def Fwp_ChunkQkGradOp : Fwp_ChunkOp<"chunk_qk_grad", "H", [Pure]> {
   let summary = "each chunk's gradients of its queries, keys and W~";
   let description = [{
     For every chunk, all chunks independent, with `S = h[c]` its start
@@ -256,7 +278,7 @@ def Fwp_ChunkQkGradOp : Fwp_Op<"chunk_qk_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Fwp_ChunkWyGradOp : Fwp_Op<"chunk_wy_grad", [Pure]> {
+def Fwp_ChunkWyGradOp : Fwp_ChunkOp<"chunk_wy_grad", "Du", [Pure]> {
   let summary = "gradients through each chunk's WY form";
   let description = [{
     For every chunk, all chunks independent, given the gradients `dU` of
@@ -273,7 +295,7 @@ def Fwp_ChunkWyGradOp : Fwp_Op<"chunk_wy_grad", [Pure]> {
     ```
 
     The results are the keys' part of `dk` through the WY form (to be
-    added to `fwp.chunk_qk_grad`'s), `dv` and `dbeta`, with the types of
+    added to `fwp.chunk_qk_grad`'s), `dv` and `dbeta`, with the shapes of
     `k`, `v` and `beta`.
 
     Example:
