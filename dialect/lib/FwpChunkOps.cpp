@@ -130,11 +130,12 @@ LogicalResult ChunkStatesGradOp::verify() {
       failed(verifyChunking(*this, layout)) ||
       failed(layout.check("dh", getDh(), kChunkStatesLayout)))
     return failure();
-  return verifyElementTypes(*this,
-                            {{"dh", getDh()}, {"du", getDu()}, {"wt", getWt()}},
+  // The sum rule's dU is the scan's value gradient.
+  return verifyElementTypes(*this, {{"dh", getDh()}, {"wt", getWt()}},
                             {{"q", getQ()},
                              {"k", getK()},
                              {"dy", getDy()},
+                             {"du", getDu()},
                              {"d_final", getDFinal()},
                              {"d_initial", getDInitial()}});
 }
@@ -155,17 +156,14 @@ LogicalResult ChunkQkGradOp::verify() {
       failed(layout.check("h", getH(), kChunkStatesLayout)) ||
       failed(layout.check("dh", getDh(), kChunkStatesLayout)))
     return failure();
-  return verifyElementTypes(*this,
-                            {{"h", getH()},
-                             {"dh", getDh()},
-                             {"u", getU()},
-                             {"du", getDu()},
-                             {"dwt", getDwt()}},
-                            {{"q", getQ()},
-                             {"k", getK()},
-                             {"dy", getDy()},
-                             {"dq", getDq()},
-                             {"dk", getDk()}});
+  return verifyElementTypes(
+      *this, {{"h", getH()}, {"dh", getDh()}, {"u", getU()}, {"dwt", getDwt()}},
+      {{"q", getQ()},
+       {"k", getK()},
+       {"dy", getDy()},
+       {"du", getDu()},
+       {"dq", getDq()},
+       {"dk", getDk()}});
 }
 
 LogicalResult ChunkWyGradOp::verify() {

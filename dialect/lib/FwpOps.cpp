@@ -62,13 +62,13 @@ static LogicalResult verifyDpfpShapes(Operation *op, RankedTensorType inputType,
            << inputType.getRank() << "), got " << resultType;
   Type featureElement = resultType.getElementType();
   Type inputElement = inputType.getElementType();
+  bool sixteenBitInput = inputElement.getIntOrFloatBitWidth() == 16;
   if (featureElement != inputElement &&
-      featureElement.getIntOrFloatBitWidth() <=
-          inputElement.getIntOrFloatBitWidth())
+      !(sixteenBitInput && featureElement.isF32()))
     return op->emitOpError()
            << featuresName << " element type " << featureElement
            << " is neither 'input' element type " << inputElement
-           << " nor wider";
+           << " nor f32 for a 16-bit input";
 
   LayoutChecker layout(op);
   int64_t last = inputType.getRank() - 1;

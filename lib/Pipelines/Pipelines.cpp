@@ -69,11 +69,13 @@ namespace fwp {
 void buildFwpToLoopsPipeline(OpPassManager &pm,
                              const FwpConfigureKernelsOptions &kernels,
                              bool gpuStages) {
-  pm.addNestedPass<func::FuncOp>(createFwpConfigureKernels(kernels));
-  pm.addNestedPass<func::FuncOp>(createFwpWidenStorage());
-  pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
   bool cpu = kernels.target == KernelTarget::Cpu;
   bool tileScan = !cpu && !gpuStages;
+  pm.addNestedPass<func::FuncOp>(createFwpConfigureKernels(kernels));
+  // The chunk operations read and write a scan's 16-bit tensors themselves.
+  pm.addNestedPass<func::FuncOp>(
+      createFwpWidenStorage({/*widenScans=*/tileScan}));
+  pm.addNestedPass<func::FuncOp>(createFwpDecomposeAttention());
   if (tileScan) {
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   } else {

@@ -81,10 +81,12 @@ public:
   mlir::Value zeros(llvm::ArrayRef<int64_t> shape);
   /// lhs + rhs, two tiles of one static shape.
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
-  /// tensor.empty shaped like the per-step (or state) tensor `like`.
-  mlir::Value emptyLike(mlir::Value like);
-  /// tensor.empty of the type of a state-like `result`, its dynamic leading
-  /// sizes from `leading` (batch, heads and, for per-chunk states, chunks).
+  /// tensor.empty shaped like the per-step (or state) tensor `like`, of
+  /// `elementType` (that of the result it is made for).
+  mlir::Value emptyLike(mlir::Value like, mlir::Type elementType);
+  /// tensor.empty of the type of `result` (a state-like one), its dynamic
+  /// leading sizes from `leading` (batch, heads and, for per-chunk states,
+  /// chunks).
   mlir::Value emptyState(mlir::Value result,
                          llvm::ArrayRef<mlir::Value> leading);
 
@@ -333,6 +335,14 @@ void populateFeatureMapKernelPatterns(mlir::RewritePatternSet &patterns);
 /// The backward's per-chunk operations (delta rule: fwp.chunk_qk_grad and
 /// fwp.chunk_wy_grad, and the sum of their key gradients) as one kernel.
 void populateFuseChunkBackwardPattern(mlir::RewritePatternSet &patterns);
+
+/// dK = dK1 + dK2 of the delta rule's two key gradients into `init`: a
+/// linalg.add, or where `init` is of a narrower storage type the sum in the
+/// arithmetic type rounded once (a linalg.generic). isKeyGradientSum
+/// recognises both.
+mlir::Value sumKeyGradients(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value lhs, mlir::Value rhs, mlir::Value init);
+bool isKeyGradientSum(mlir::Operation *op);
 
 /// Whether every use of `value` is by `user` (the fusions' condition).
 bool onlyUsedBy(mlir::Value value, mlir::Operation *user);

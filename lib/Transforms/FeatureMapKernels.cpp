@@ -56,18 +56,22 @@ bool isLooseMap(Operation *op, Value input) {
 }
 
 /// The kernel `name` computing `result` (per-step, like `input`, with
-/// `featureWidth` features) a block of rows at a time: `onRows(tiles, bi, h,
-/// t0, len)` gives a block's result.
+/// `featureWidth` features) a block of rows at a time on tiles of the
+/// features' element type (the input's, or wider: the map of 16-bit
+/// inputs is made in f32): `onRows(tiles, bi, h, t0, len)` gives a block's
+/// result.
 Value rowKernel(
     PatternRewriter &rewriter, Location loc, StringRef name, Value input,
-    Value result, int64_t featureWidth,
+    Value result, Value features,
     function_ref<Value(ChunkTiles &, Value, Value, Value, Value)> onRows) {
   ImplicitLocOpBuilder b(loc, rewriter);
   auto type = cast<RankedTensorType>(result.getType());
+  auto featuresType = cast<RankedTensorType>(features.getType());
   int64_t inputWidth = cast<RankedTensorType>(input.getType()).getDimSize(3);
-  int64_t rows =
-      rowsPerInstance(b, type.getElementType(), inputWidth, featureWidth);
-  ChunkTiles tiles(b, type.getElementType(), rows, /*batchFirst=*/false);
+  int64_t rows = rowsPerInstance(b, featuresType.getElementType(), inputWidth,
+                                 featuresType.getDimSize(3));
+  ChunkTiles tiles(b, featuresType.getElementType(), rows,
+                   /*batchFirst=*/false);
   Value steps = tiles.stepDim(input, 0);
   SmallVector<Value> bounds = tiles.chunkGrid(input, steps);
   // Sized from the input: the result is what is being replaced.
@@ -86,10 +90,11 @@ Value rowKernel(
   return forall.getResult(0);
 }
 
+/// A block of rows of `perStep` as the kernel's tiles hold it.
 RankedTensorType rowsType(ChunkTiles &tiles, Value perStep) {
   auto type = cast<RankedTensorType>(perStep.getType());
   return RankedTensorType::get({tiles.chunk, type.getDimSize(3)},
-                               type.getElementType());
+                               tiles.element);
 }
 
 struct DpfpGradKernel : OpRewritePattern<DpfpGradOp> {
@@ -102,7 +107,7 @@ struct DpfpGradKernel : OpRewritePattern<DpfpGradOp> {
       return rewriter.notifyMatchFailure(op, "in a kernel, or not per-step");
     Value grad = rowKernel(
         rewriter, op.getLoc(), "dpfp_grad", op.getInput(), op.getDInput(),
-        cast<RankedTensorType>(op.getDFeatures().getType()).getDimSize(3),
+        op.getDFeatures(),
         [&](ChunkTiles &tiles, Value bi, Value h, Value t0, Value len) {
           Value rows = tiles.loadRows(op.getInput(), bi, h, t0, len);
           Value grads = tiles.loadRows(op.getDFeatures(), bi, h, t0, len);
@@ -126,7 +131,7 @@ struct DpfpKernel : OpRewritePattern<DpfpOp> {
       return rewriter.notifyMatchFailure(op, "in a kernel, or not per-step");
     Value features = rowKernel(
         rewriter, op.getLoc(), "dpfp", op.getInput(), op.getResult(),
-        op.getResult().getType().getDimSize(3),
+        op.getResult(),
         [&](ChunkTiles &tiles, Value bi, Value h, Value t0, Value len) {
           Value rows = tiles.loadRows(op.getInput(), bi, h, t0, len);
           return DpfpOp::create(tiles.b, rowsType(tiles, op.getResult()), rows,

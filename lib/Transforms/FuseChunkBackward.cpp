@@ -45,7 +45,7 @@ namespace {
 struct BackwardPair {
   ChunkQkGradOp qk;
   ChunkWyGradOp wy;
-  linalg::AddOp sum;
+  linalg::LinalgOp sum;
 };
 
 FailureOr<BackwardPair> matchBackwardPair(ChunkWyGradOp wy,
@@ -56,9 +56,11 @@ FailureOr<BackwardPair> matchBackwardPair(ChunkWyGradOp wy,
       qk.getChunkSize() != wy.getChunkSize() ||
       qk.getBatchFirst() != wy.getBatchFirst())
     return rewriter.notifyMatchFailure(wy, "dWt not from chunk_qk_grad");
-  auto sum = dyn_cast<linalg::AddOp>(*wy.getDk().getUsers().begin());
+  Operation *user = *wy.getDk().getUsers().begin();
+  auto sum = dyn_cast<linalg::LinalgOp>(user);
   if (!wy.getDk().hasOneUse() || !qk.getDk().hasOneUse() || !sum ||
-      !llvm::is_contained(sum.getInputs(), qk.getDk()))
+      !isKeyGradientSum(user) ||
+      !llvm::is_contained(sum.getDpsInputs(), qk.getDk()))
     return rewriter.notifyMatchFailure(wy, "key gradients not only summed");
   // The kernel takes the qk gradient's place, before every use of dQ.
   DominanceInfo dominance(qk->getParentOp());
@@ -76,19 +78,18 @@ FailureOr<BackwardPair> matchBackwardPair(ChunkWyGradOp wy,
 struct PairKernel {
   PairKernel(ImplicitLocOpBuilder &b, const BackwardPair &pair)
       : qk(pair.qk), wy(pair.wy), sum(pair.sum),
-        tiles(b, qk.getQ().getType().getElementType(), qk.getChunkSize(),
-              qk.getBatchFirst()),
+        tiles(b, qk.getArithmeticType(), qk.getChunkSize(), qk.getBatchFirst()),
         features(qk.getQ().getType().getDimSize(3)),
         values((wy ? wy.getV() : qk.getU()).getType().getDimSize(3)),
         steps(tiles.stepDim(qk.getQ(), 0)) {}
 
   /// Empty dQ and dK, and for the delta rule dV and dbeta.
   SmallVector<Value> gradients() {
-    SmallVector<Value> empty = {tiles.emptyLike(qk.getQ()),
-                                tiles.emptyLike(qk.getK())};
+    SmallVector<Value> empty = {emptyFor(qk.getDq(), qk.getQ()),
+                                emptyFor(keyGradient(), qk.getK())};
     if (wy) {
-      empty.push_back(tiles.emptyLike(wy.getV()));
-      empty.push_back(tiles.emptyLike(wy.getBeta()));
+      empty.push_back(emptyFor(wy.getDv(), wy.getV()));
+      empty.push_back(emptyFor(wy.getDbeta(), wy.getBeta()));
     }
     return empty;
   }
@@ -111,12 +112,16 @@ struct PairKernel {
     }
     rewriter.eraseOp(qk);
   }
+  /// An empty tensor for `replaced`, shaped like `like`.
+  Value emptyFor(Value replaced, Value like) {
+    return tiles.emptyLike(like, getElementTypeOrSelf(replaced));
+  }
   /// The keys' whole gradient.
-  Value keyGradient() { return sum ? sum.getResult(0) : qk.getDk(); }
+  Value keyGradient() { return sum ? sum->getResult(0) : Value(qk.getDk()); }
 
   ChunkQkGradOp qk;
   ChunkWyGradOp wy;
-  linalg::AddOp sum;
+  linalg::LinalgOp sum;
   ChunkTiles tiles;
   int64_t features, values;
   Value steps;
@@ -206,7 +211,7 @@ LogicalResult fuseWithStates(const BackwardPair &pair, Operation *anchor,
   SmallVector<int64_t, 4> widths = kernel.widths();
   if (!wy) {
     // Shaped as dY: dU itself is replaced by the kernel's result.
-    outputs.push_back(tiles.emptyLike(qk.getDy()));
+    outputs.push_back(kernel.emptyFor(states.getDu(), qk.getDy()));
     widths.push_back(values);
   }
   // The per-step gradients, then the initial state's.
@@ -218,7 +223,7 @@ LogicalResult fuseWithStates(const BackwardPair &pair, Operation *anchor,
   for (int j = 0; j < 2; ++j) {
     if (!maps[j])
       continue;
-    outputs[j] = tiles.emptyLike(maps[j].getInput());
+    outputs[j] = kernel.emptyFor(maps[j].getDInput(), maps[j].getInput());
     widths[j] = maps[j].getInput().getType().getDimSize(3);
   }
   OpFoldResult zero = b.getIndexAttr(0);

@@ -137,8 +137,8 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
     rewriter.setInsertionPoint(states);
     ImplicitLocOpBuilder b(output.getLoc(), rewriter);
     auto keysType = cast<RankedTensorType>(states.getK().getType());
-    Type element = keysType.getElementType();
-    ChunkTiles tiles(b, element, output.getChunkSize(), output.getBatchFirst());
+    ChunkTiles tiles(b, states.getArithmeticType(), output.getChunkSize(),
+                     output.getBatchFirst());
     int64_t features = keysType.getDimSize(3);
     int64_t values = output.getU().getType().getDimSize(3);
     Value steps = tiles.stepDim(states.getK(), 0);
@@ -147,14 +147,18 @@ struct FuseChunkForward : OpRewritePattern<ChunkOutputOp> {
                                  tiles.stepDim(states.getK(), 2)};
     // Y, then what the gradients read (sized from the chain's operands:
     // the stored values' own uses are about to be replaced).
-    SmallVector<StoredRows> rows = {
-        {output->getResult(0), tiles.emptyLike(v), values, &ForwardStep::y}};
+    auto emptyFor = [&](Value replaced, Value like) {
+      return tiles.emptyLike(like, getElementTypeOrSelf(replaced));
+    };
+    SmallVector<StoredRows> rows = {{output->getResult(0),
+                                     emptyFor(output->getResult(0), v), values,
+                                     &ForwardStep::y}};
     if (chain->wt)
-      rows.push_back({chain->wt, tiles.emptyLike(states.getK()), features,
+      rows.push_back({chain->wt, emptyFor(chain->wt, states.getK()), features,
                       &ForwardStep::wt});
     if (chain->writes)
-      rows.push_back(
-          {chain->writes, tiles.emptyLike(v), values, &ForwardStep::writes});
+      rows.push_back({chain->writes, emptyFor(chain->writes, v), values,
+                      &ForwardStep::writes});
     // Shared outs: the rows, the start states if stored, the final state.
     SmallVector<Value> outputs;
     for (const StoredRows &row : rows)

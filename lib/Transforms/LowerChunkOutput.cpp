@@ -39,14 +39,15 @@ struct LowerChunkOutput : OpRewritePattern<ChunkOutputOp> {
         failed(requireStaticWidth(rewriter, op, op.getU(), "u")))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Type element = cast<RankedTensorType>(op.getQ().getType()).getElementType();
-    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    ChunkTiles tiles(b, op.getArithmeticType(), op.getChunkSize(),
+                     op.getBatchFirst());
     int64_t features =
         cast<RankedTensorType>(op.getQ().getType()).getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getU().getType()).getDimSize(3);
     Value steps = tiles.stepDim(op.getQ(), 0);
     SmallVector<Value> bounds = tiles.chunkGrid(op.getQ(), steps);
-    Value outputs[] = {tiles.emptyLike(op.getU())};
+    Value outputs[] = {
+        tiles.emptyLike(op.getU(), getElementTypeOrSelf(op.getY()))};
     auto forall = buildForall(
         b, "chunk_output", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {

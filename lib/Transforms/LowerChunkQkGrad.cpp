@@ -49,16 +49,18 @@ struct LowerChunkQkGrad : OpRewritePattern<ChunkQkGradOp> {
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     auto qType = cast<RankedTensorType>(op.getQ().getType());
-    Type element = qType.getElementType();
-    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    ChunkTiles tiles(b, op.getArithmeticType(), op.getChunkSize(),
+                     op.getBatchFirst());
     int64_t features = qType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getU().getType()).getDimSize(3);
     Value steps = tiles.stepDim(op.getQ(), 0);
     SmallVector<Value> bounds = tiles.chunkGrid(op.getQ(), steps);
-    SmallVector<Value> outputs = {tiles.emptyLike(op.getQ()),
-                                  tiles.emptyLike(op.getK())};
+    SmallVector<Value> outputs = {
+        tiles.emptyLike(op.getQ(), getElementTypeOrSelf(op.getDq())),
+        tiles.emptyLike(op.getK(), getElementTypeOrSelf(op.getDk()))};
     if (op.getDwt())
-      outputs.push_back(tiles.emptyLike(op.getK()));
+      outputs.push_back(
+          tiles.emptyLike(op.getK(), getElementTypeOrSelf(op.getDwt())));
     auto forall = buildForall(
         b, "chunk_qk_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {

@@ -51,8 +51,8 @@ StatesKernel lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
                          ChunkOutputOp output, bool storeStarts,
                          bool storeWrites) {
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  Type element = op.getK().getType().getElementType();
-  ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+  ChunkTiles tiles(b, op.getArithmeticType(), op.getChunkSize(),
+                   op.getBatchFirst());
   int64_t features = op.getK().getType().getDimSize(3);
   int64_t values = op.getValues().getType().getDimSize(3);
   int64_t block = valueBlockWidth(op, values, features);
@@ -71,9 +71,11 @@ StatesKernel lowerStates(PatternRewriter &rewriter, ChunkStatesOp op,
   if (storeStarts)
     outputs.push_back(tiles.emptyState(op.getH(), {batch, heads, chunks}));
   if (storeWrites)
-    outputs.push_back(tiles.emptyLike(op.getValues()));
+    outputs.push_back(
+        tiles.emptyLike(op.getValues(), getElementTypeOrSelf(op.getU())));
   if (output)
-    outputs.push_back(tiles.emptyLike(op.getValues()));
+    outputs.push_back(
+        tiles.emptyLike(op.getValues(), getElementTypeOrSelf(output.getY())));
 
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   OpFoldResult blockSize = b.getIndexAttr(block),

@@ -48,8 +48,8 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     auto kType = cast<RankedTensorType>(op.getK().getType());
-    Type element = kType.getElementType();
-    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    ChunkTiles tiles(b, op.getArithmeticType(), op.getChunkSize(),
+                     op.getBatchFirst());
     int64_t features = kType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getDy().getType()).getDimSize(3);
     int64_t block = valueBlockWidth(op, values, features);
@@ -58,7 +58,7 @@ struct LowerChunkStatesGrad : OpRewritePattern<ChunkStatesGradOp> {
     SmallVector<Value> bounds = {tiles.stepDim(op.getK(), 1),
                                  tiles.stepDim(op.getK(), 2)};
     Value outputs[] = {
-        tiles.emptyLike(op.getDy()),
+        tiles.emptyLike(op.getDy(), getElementTypeOrSelf(op.getDu())),
         tiles.emptyState(op.getDh(), {bounds[0], bounds[1], chunks}),
         tiles.emptyState(op.getDInitial(), bounds)};
     if (block < values)

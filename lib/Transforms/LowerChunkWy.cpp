@@ -48,11 +48,12 @@ struct LowerChunkWy : OpRewritePattern<ChunkWyOp> {
         failed(requireStaticWidth(rewriter, op, op.getV(), "v")))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Type element = op.getK().getType().getElementType();
-    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    ChunkTiles tiles(b, op.getArithmeticType(), op.getChunkSize(),
+                     op.getBatchFirst());
     Value steps = tiles.stepDim(op.getK(), 0);
     SmallVector<Value> bounds = tiles.chunkGrid(op.getK(), steps);
-    Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV())};
+    Value outputs[] = {tiles.emptyLike(op.getK(), op.getArithmeticType()),
+                       tiles.emptyLike(op.getV(), op.getArithmeticType())};
     int64_t features = op.getK().getType().getDimSize(3);
     int64_t values = op.getV().getType().getDimSize(3);
     auto forall = buildForall(

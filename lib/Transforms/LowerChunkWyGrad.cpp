@@ -68,14 +68,16 @@ struct LowerChunkWyGrad : OpRewritePattern<ChunkWyGradOp> {
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     auto kType = cast<RankedTensorType>(op.getK().getType());
-    Type element = kType.getElementType();
-    ChunkTiles tiles(b, element, op.getChunkSize(), op.getBatchFirst());
+    ChunkTiles tiles(b, op.getArithmeticType(), op.getChunkSize(),
+                     op.getBatchFirst());
     int64_t features = kType.getDimSize(3);
     int64_t values = cast<RankedTensorType>(op.getV().getType()).getDimSize(3);
     Value steps = tiles.stepDim(op.getK(), 0);
     SmallVector<Value> bounds = tiles.chunkGrid(op.getK(), steps);
-    Value outputs[] = {tiles.emptyLike(op.getK()), tiles.emptyLike(op.getV()),
-                       tiles.emptyLike(op.getBeta())};
+    Value outputs[] = {
+        tiles.emptyLike(op.getK(), getElementTypeOrSelf(op.getDk())),
+        tiles.emptyLike(op.getV(), getElementTypeOrSelf(op.getDv())),
+        tiles.emptyLike(op.getBeta(), getElementTypeOrSelf(op.getDbeta()))};
     auto forall = buildForall(
         b, "chunk_wy_grad", bounds, outputs,
         [&](ValueRange point, ValueRange outs) {

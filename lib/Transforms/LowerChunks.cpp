@@ -1,6 +1,7 @@
 //===- LowerChunks.cpp - Chunk operations to linalg on tensors ------------===//
 //
-// The pass, and the tiles its lowerings share (ChunkLowering.h). The
+// The pass, and the tiles its lowerings share (ChunkLowering.h; where a
+// chunk's tiles are read from and written to: ChunkViews.cpp). The
 // lowerings themselves: LowerChunkWy.cpp, LowerChunkStates.cpp,
 // LowerChunkOutput.cpp, the backward's LowerChunk*Grad.cpp, and the fused
 // forward and backward, FuseChunkForward.cpp and FuseChunkBackward.cpp.
@@ -100,13 +101,13 @@ Value ChunkTiles::add(Value lhs, Value rhs) {
       .getResult(0);
 }
 
-Value ChunkTiles::emptyLike(Value like) {
+Value ChunkTiles::emptyLike(Value like, Type elementType) {
   auto type = cast<RankedTensorType>(like.getType());
   SmallVector<Value> dynamicSizes;
   for (int64_t dim = 0; dim < type.getRank(); ++dim)
     if (type.isDynamicDim(dim))
       dynamicSizes.push_back(tensor::DimOp::create(b, sizesSource(like), dim));
-  return tensor::EmptyOp::create(b, type.getShape(), element, dynamicSizes);
+  return tensor::EmptyOp::create(b, type.getShape(), elementType, dynamicSizes);
 }
 
 Value ChunkTiles::emptyState(Value result, ArrayRef<Value> leading) {
@@ -115,173 +116,8 @@ Value ChunkTiles::emptyState(Value result, ArrayRef<Value> leading) {
   for (auto [dim, size] : llvm::enumerate(leading))
     if (type.isDynamicDim(dim))
       sizes.push_back(size);
-  return tensor::EmptyOp::create(b, type.getShape(), element, sizes);
-}
-
-ChunkTiles::Slice ChunkTiles::rowsSlice(Value bi, Value h, Value t0, Value len,
-                                        int64_t width, OpFoldResult col0) {
-  OpFoldResult one = b.getIndexAttr(1);
-  Slice slice;
-  if (batchFirst) {
-    slice.offsets = {bi, t0, h};
-    slice.sizes = {one, len, one};
-  } else {
-    slice.offsets = {t0, bi, h};
-    slice.sizes = {len, one, one};
-  }
-  if (width > 0) {
-    slice.offsets.push_back(col0 ? col0 : b.getIndexAttr(0));
-    slice.sizes.push_back(b.getIndexAttr(width));
-  }
-  slice.strides.assign(slice.offsets.size(), one);
-  return slice;
-}
-
-ChunkTiles::Slice ChunkTiles::region(ArrayRef<OpFoldResult> offsets,
-                                     ArrayRef<OpFoldResult> sizes) {
-  Slice slice;
-  slice.offsets.assign(offsets.begin(), offsets.end());
-  slice.sizes.assign(sizes.begin(), sizes.end());
-  slice.strides.assign(offsets.size(), b.getIndexAttr(1));
-  return slice;
-}
-
-ChunkTiles::Slice ChunkTiles::perHead(Value bi, Value h,
-                                      ArrayRef<OpFoldResult> sizes,
-                                      ArrayRef<OpFoldResult> trailing) {
-  OpFoldResult one = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> offsets = {bi, h}, all = {one, one};
-  llvm::append_range(offsets, trailing);
-  offsets.append(sizes.size() - trailing.size(), b.getIndexAttr(0));
-  all.append(sizes.begin(), sizes.end());
-  return region(offsets, all);
-}
-
-Value ChunkTiles::extract(Value source, ArrayRef<int64_t> shape,
-                          const Slice &slice) {
-  return tensor::ExtractSliceOp::create(
-      b, RankedTensorType::get(shape, element), source, slice.offsets,
-      slice.sizes, slice.strides);
-}
-
-Value ChunkTiles::chunkState(Value states, Value bi, Value h, Value c,
-                             int64_t rows, int64_t cols) {
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  return extract(
-      states, {rows, cols},
-      region({bi, h, c, zero, zero},
-             {one, one, one, b.getIndexAttr(rows), b.getIndexAttr(cols)}));
-}
-
-ChunkTiles::View ChunkTiles::headRows(Value perStep, Value bi, Value h,
-                                      Value steps, int64_t width,
-                                      OpFoldResult col0) {
-  Slice slice = rowsSlice(bi, h, index(0), steps, width, col0);
-  SmallVector<int64_t> shape = {ShapedType::kDynamic};
-  if (width > 0)
-    shape.push_back(width);
-  return {slice, extract(perStep, shape, slice)};
-}
-
-ChunkTiles::View ChunkTiles::headStates(Value states, Value bi, Value h,
-                                        Value chunks, int64_t rows,
-                                        int64_t cols, OpFoldResult row0) {
-  SmallVector<OpFoldResult> offsets;
-  if (row0)
-    offsets = {b.getIndexAttr(0), row0};
-  Slice slice = perHead(
-      bi, h, {chunks, b.getIndexAttr(rows), b.getIndexAttr(cols)}, offsets);
-  return {slice, extract(states, {ShapedType::kDynamic, rows, cols}, slice)};
-}
-
-Value ChunkTiles::startState(Value given, const Slice &slice, int64_t rows,
-                             int64_t cols) {
-  if (!given)
-    return zeros({rows, cols});
-  return copy(extract(given, {rows, cols}, slice));
-}
-
-Value ChunkTiles::copyTo(Value source, Value dest, const Slice &slice) {
-  auto sourceType = cast<RankedTensorType>(source.getType());
-  Value target = tensor::ExtractSliceOp::create(
-      b, sourceType, dest, slice.offsets, slice.sizes, slice.strides);
-  return linalg::CopyOp::create(b, source, target).getResult(0);
-}
-
-Value ChunkTiles::place(Value source, Value dest, const Slice &slice) {
-  return tensor::InsertSliceOp::create(b, copyTo(source, dest, slice), dest,
-                                       slice.offsets, slice.sizes,
-                                       slice.strides);
-}
-
-Value ChunkTiles::placeTransposed(Value source, Value dest,
-                                  const Slice &slice) {
-  auto type = cast<RankedTensorType>(source.getType());
-  auto targetType =
-      RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, element);
-  Value target = tensor::ExtractSliceOp::create(
-      b, targetType, dest, slice.offsets, slice.sizes, slice.strides);
-  Value transposed =
-      linalg::TransposeOp::create(b, source, target, ArrayRef<int64_t>{1, 0})
-          .getResult()[0];
-  return tensor::InsertSliceOp::create(b, transposed, dest, slice.offsets,
-                                       slice.sizes, slice.strides);
-}
-
-Value ChunkTiles::transpose(Value tile) {
-  auto type = cast<RankedTensorType>(tile.getType());
-  Value into = tensor::EmptyOp::create(
-      b, ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)}, element);
-  return linalg::TransposeOp::create(b, tile, into, ArrayRef<int64_t>{1, 0})
-      .getResult()[0];
-}
-
-Value ChunkTiles::copy(Value source) {
-  return linalg::CopyOp::create(b, source, emptyLike(source)).getResult(0);
-}
-
-Value ChunkTiles::loadRows(Value perStep, Value bi, Value h, Value t0,
-                           Value len, std::optional<ValueBlock> block) {
-  auto type = cast<RankedTensorType>(perStep.getType());
-  if (DpfpOp map = fusedFeatureMap(perStep)) {
-    assert(!block && "features are read whole");
-    // A zero row maps to zero: rows past len stay zero.
-    Value rows = loadRows(map.getInput(), bi, h, t0, len);
-    auto features = RankedTensorType::get({chunk, type.getDimSize(3)}, element);
-    return DpfpOp::create(b, features, rows, map.getNuAttr(), map.getEpsAttr());
-  }
-  bool hasWidth = type.getRank() == 4;
-  int64_t width = block ? block->width : hasWidth ? type.getDimSize(3) : 0;
-  Slice slice =
-      rowsSlice(bi, h, t0, len, width, block ? block->offset : nullptr);
-  SmallVector<int64_t> rowsShape = {ShapedType::kDynamic};
-  SmallVector<int64_t> tileShape = {chunk};
-  if (hasWidth) {
-    rowsShape.push_back(width);
-    tileShape.push_back(width);
-  }
-  Value rows = tensor::ExtractSliceOp::create(
-      b, RankedTensorType::get(rowsShape, element), perStep, slice.offsets,
-      slice.sizes, slice.strides);
-  SmallVector<OpFoldResult> offsets(tileShape.size(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = {len};
-  if (hasWidth)
-    sizes.push_back(b.getIndexAttr(width));
-  return place(rows, zeros(tileShape), region(offsets, sizes));
-}
-
-Value ChunkTiles::firstRows(Value tile, Value len) {
-  auto type = cast<RankedTensorType>(tile.getType());
-  SmallVector<int64_t> shape(type.getShape());
-  shape[0] = ShapedType::kDynamic;
-  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = {len};
-  if (shape.size() == 2)
-    sizes.push_back(b.getIndexAttr(shape[1]));
-  Slice rows = region(offsets, sizes);
-  return tensor::ExtractSliceOp::create(
-      b, RankedTensorType::get(shape, element), tile, rows.offsets, rows.sizes,
-      rows.strides);
+  return tensor::EmptyOp::create(b, type.getShape(), type.getElementType(),
+                                 sizes);
 }
 
 /// The body of a reduction: acc +/- lhs * rhs, from (lhs, rhs, acc). A
@@ -362,13 +198,6 @@ Value ChunkTiles::rowDots(Value lhs, Value rhs, Value acc, bool subtract) {
                                 multiplyAccumulate(nb, loc, args, subtract));
       });
   return generic.getResult(0);
-}
-
-ParallelStore storeRows(ChunkTiles &tiles, Value tile, Value out, Value bi,
-                        Value h, Value t0, Value len, int64_t width,
-                        OpFoldResult col0) {
-  ChunkTiles::Slice rows = tiles.rowsSlice(bi, h, t0, len, width, col0);
-  return {tiles.copyTo(tiles.firstRows(tile, len), out, rows), out, rows};
 }
 
 int64_t valueBlockWidth(Operation *op, int64_t values, int64_t features) {

@@ -12,6 +12,7 @@
 
 #include "AttentionBuilders.h"
 #include "DpfpBuilders.h"
+#include "WidenStorage.h"
 
 #include "fwp/Dialect/FwpOps.h"
 #include "fwp/Transforms/Passes.h"
@@ -194,6 +195,22 @@ struct FwpLowerDpfp : fwp::impl::FwpLowerDpfpBase<FwpLowerDpfp> {
     });
     if (dynamic.wasInterrupted())
       return signalPassFailure();
+    // A map of 16-bit vectors to f32 features (or its gradient) outside the
+    // chunk operations' kernels, which extend the rows they load: on
+    // extended vectors.
+    SmallVector<Operation *> mixed;
+    getOperation()->walk([&](DpfpOp map) {
+      if (getElementTypeOrSelf(map.getInput()) !=
+          getElementTypeOrSelf(map.getResult()))
+        mixed.push_back(map);
+    });
+    getOperation()->walk([&](DpfpGradOp grad) {
+      if (getElementTypeOrSelf(grad.getInput()) !=
+          getElementTypeOrSelf(grad.getDFeatures()))
+        mixed.push_back(grad);
+    });
+    for (Operation *op : mixed)
+      runInFloat32(op);
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerDpfpPattern>(&getContext());
     populateLowerDpfpGradPattern(patterns);

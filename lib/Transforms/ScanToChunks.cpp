@@ -12,10 +12,17 @@
 // DPFP applied by the scan, fwp.dpfp makes the features and fwp.dpfp_grad
 // takes dQ and dK back to the raw vectors.
 //
+// A scan on 16-bit tensors stays one: the stages read and write its tensors
+// in their storage type, and what they hand each other (Wt, Ut, U, h, dU,
+// dh, dWt, the features and their gradients) is f32, the arithmetic type.
+//
 //===----------------------------------------------------------------------===//
 
-#include "fwp/Dialect/FwpOps.h"
+#include "ChunkLowering.h"
+
 #include "fwp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -28,7 +35,65 @@ namespace fwp {
 using namespace mlir;
 using namespace fwp;
 
+Value fwp::sumKeyGradients(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                           Value init) {
+  Type element = getElementTypeOrSelf(init);
+  if (getElementTypeOrSelf(lhs) == element &&
+      getElementTypeOrSelf(rhs) == element)
+    return linalg::AddOp::create(b, loc, ValueRange{lhs, rhs}, init)
+        .getResult(0);
+  auto rank = cast<RankedTensorType>(init.getType()).getRank();
+  SmallVector<AffineMap> maps(3, b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> parallel(rank,
+                                            utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{lhs, rhs}, init, maps, parallel,
+             [&](OpBuilder &nested, Location loc, ValueRange args) {
+               Value sum = arith::AddFOp::create(nested, loc, args[0], args[1]);
+               linalg::YieldOp::create(
+                   nested, loc,
+                   arith::TruncFOp::create(nested, loc, element, sum)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+bool fwp::isKeyGradientSum(Operation *op) {
+  if (isa<linalg::AddOp>(op))
+    return true;
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 2 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return false;
+  auto sum = dyn_cast<arith::AddFOp>(body.front());
+  auto rounding = dyn_cast<arith::TruncFOp>(*std::next(body.begin()));
+  return sum && rounding && rounding.getIn() == sum.getResult() &&
+         sum.getLhs() == body.getArgument(0) &&
+         sum.getRhs() == body.getArgument(1) &&
+         body.getTerminator()->getOperand(0) == rounding.getResult();
+}
+
 namespace {
+
+/// The type the stages compute in for tensors stored as `storage`: f32
+/// for 16-bit floats, else the storage type itself.
+Type arithmeticType(Type storage) {
+  if (storage.getIntOrFloatBitWidth() < 32)
+    return Float32Type::get(storage.getContext());
+  return storage;
+}
+
+/// `type` in the arithmetic type of its elements.
+RankedTensorType inArithmetic(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.clone(arithmeticType(tensor.getElementType()));
+}
 
 /// The chunked forward of a scan or a scan gradient: its features and the
 /// stages up to the states.
@@ -60,7 +125,7 @@ struct ChunkedForward {
     int64_t chunks = ShapedType::isDynamic(steps)
                          ? ShapedType::kDynamic
                          : llvm::divideCeil(steps, chunkSize);
-    Type element = kType.getElementType();
+    Type element = arithmeticType(kType.getElementType());
     auto startStates =
         RankedTensorType::get({batch, heads, chunks, values, width}, element);
     stateType =
@@ -70,14 +135,15 @@ struct ChunkedForward {
 
     Value written = scan.getV();
     if (scan.getRule() == Rule::Delta) {
-      auto wy = ChunkWyOp::create(rewriter, loc, kType, vType, k, scan.getV(),
+      auto wy = ChunkWyOp::create(rewriter, loc, inArithmetic(kType),
+                                  inArithmetic(vType), k, scan.getV(),
                                   scan.getBeta(), chunk, batchFirst);
       wt = wy.getWt();
       written = wy.getUt();
     }
-    auto states = ChunkStatesOp::create(rewriter, loc, startStates, vType,
-                                        stateType, k, written, wt,
-                                        scan.getInitial(), chunk, batchFirst);
+    auto states = ChunkStatesOp::create(
+        rewriter, loc, startStates, inArithmetic(vType), stateType, k, written,
+        wt, scan.getInitial(), chunk, batchFirst);
     u = states.getU();
     h = states.getH();
     finalState = states.getFinalState();
@@ -89,15 +155,18 @@ struct ChunkedForward {
                                  batchFirst);
   }
 
-  /// The features of a scan that applies DPFP itself: fwp.dpfp of `input`.
+  /// The features of a scan that applies DPFP itself: fwp.dpfp of `input`,
+  /// in the arithmetic type.
   template <typename ScanLikeOp>
   static Value features(PatternRewriter &rewriter, ScanLikeOp scan,
                         Value input) {
     auto type = cast<RankedTensorType>(input.getType());
     SmallVector<int64_t> shape(type.getShape());
     shape.back() *= 2 * *scan.getDpfpNu();
-    return DpfpOp::create(rewriter, scan.getLoc(), type.clone(shape), input,
-                          scan.getDpfpNuAttr(), scan.getDpfpEpsAttr());
+    return DpfpOp::create(
+        rewriter, scan.getLoc(),
+        type.clone(shape, arithmeticType(type.getElementType())), input,
+        scan.getDpfpNuAttr(), scan.getDpfpEpsAttr());
   }
 };
 
@@ -133,21 +202,30 @@ struct ScanGradToChunks : OpRewritePattern<ScanGradOp> {
                            dInitial ? dInitial.getType() : Type());
     IntegerAttr chunk = forward.chunk;
     UnitAttr batchFirst = forward.batchFirst;
+    // The features' gradients in the features' type: the storage type
+    // without DPFP, else the arithmetic type (fwp.dpfp_grad takes them back
+    // to the storage type). Summed key gradients are summed in the
+    // arithmetic type and rounded once.
     Type featureType = forward.k.getType();
-    auto gradients = ChunkStatesGradOp::create(
-        rewriter, loc, op.getDy().getType(), forward.h.getType(),
-        forward.stateType, forward.q, forward.k, op.getDy(), forward.wt,
-        op.getDFinalState(), chunk, batchFirst);
-    Value du = gradients.getDu();
     bool delta = op.getRule() == Rule::Delta;
-    auto qk = ChunkQkGradOp::create(
-        rewriter, loc, featureType, featureType, delta ? featureType : Type(),
-        forward.q, forward.k, forward.u, forward.h, gradients.getDh(),
-        op.getDy(), du, chunk, batchFirst);
+    Type keyPartType = delta ? inArithmetic(featureType) : featureType;
+    // The sum rule's dU is its value gradient, and no other stage reads it.
+    Type duType =
+        delta ? inArithmetic(op.getDy().getType()) : op.getDv().getType();
+    auto gradients = ChunkStatesGradOp::create(
+        rewriter, loc, duType, forward.h.getType(), forward.stateType,
+        forward.q, forward.k, op.getDy(), forward.wt, op.getDFinalState(),
+        chunk, batchFirst);
+    Value du = gradients.getDu();
+    auto qk = ChunkQkGradOp::create(rewriter, loc, featureType, keyPartType,
+                                    delta ? inArithmetic(featureType) : Type(),
+                                    forward.q, forward.k, forward.u, forward.h,
+                                    gradients.getDh(), op.getDy(), du, chunk,
+                                    batchFirst);
     Value dq = qk.getDq(), dk = qk.getDk(), dv = du, dbeta;
     if (delta) {
       auto wy = ChunkWyGradOp::create(
-          rewriter, loc, featureType, op.getV().getType(),
+          rewriter, loc, keyPartType, op.getV().getType(),
           op.getBeta().getType(), forward.k, op.getV(), op.getBeta(), du,
           qk.getDwt(), chunk, batchFirst);
       // Sized by the values' steps, batch and heads and the features'
@@ -162,9 +240,7 @@ struct ScanGradToChunks : OpRewritePattern<ScanGradOp> {
                          : rewriter.getIndexAttr(features.getDimSize(3));
       Value sum = tensor::EmptyOp::create(rewriter, loc, sizes,
                                           features.getElementType());
-      dk = linalg::AddOp::create(rewriter, loc, ValueRange{dk, wy.getDk()},
-                                 ValueRange{sum})
-               .getResult(0);
+      dk = sumKeyGradients(rewriter, loc, dk, wy.getDk(), sum);
       dv = wy.getDv();
       dbeta = wy.getDbeta();
     }

@@ -9,7 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fwp/Dialect/FwpDialect.h"
+#include "WidenStorage.h"
+
+#include "fwp/Dialect/FwpOps.h"
 #include "fwp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -57,9 +59,9 @@ Value convertElements(ImplicitLocOpBuilder &b, Value value, Type elementType) {
   return generic.getResult(0);
 }
 
-/// Runs `op` on float32: extended operands, a clone with float32 results,
-/// the results rounded back for the op's users.
-void widen(Operation *op) {
+} // namespace
+
+void runInFloat32(Operation *op) {
   ImplicitLocOpBuilder b(op->getLoc(), op);
   Type f32 = b.getF32Type();
   SmallVector<Value> operands;
@@ -83,18 +85,23 @@ void widen(Operation *op) {
   op->erase();
 }
 
+namespace {
+
 struct WidenStoragePass : impl::FwpWidenStorageBase<WidenStoragePass> {
+  using FwpWidenStorageBase::FwpWidenStorageBase;
+
   void runOnOperation() override {
     SmallVector<Operation *> narrow;
     getOperation()->walk([&](Operation *op) {
-      if (!isa<FwpDialect>(op->getDialect()))
+      if (!isa<FwpDialect>(op->getDialect()) ||
+          (!widenScans && isa<ScanOp, ScanGradOp>(op)))
         return;
       if (llvm::any_of(op->getOperandTypes(), isNarrowFloat) ||
           llvm::any_of(op->getResultTypes(), isNarrowFloat))
         narrow.push_back(op);
     });
     for (Operation *op : narrow)
-      widen(op);
+      runInFloat32(op);
   }
 };
 

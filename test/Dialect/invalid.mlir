@@ -18,7 +18,7 @@ func.func @dpfp_rank(%k: tensor<4x8xf32>) {
 // -----
 
 func.func @dpfp_element_type(%k: tensor<4x8xbf16>) {
-  // expected-error @+1 {{result element type 'f16' is neither 'input' element type 'bf16' nor wider}}
+  // expected-error @+1 {{result element type 'f16' is neither 'input' element type 'bf16' nor f32 for a 16-bit input}}
   %f = fwp.dpfp %k : tensor<4x8xbf16> -> tensor<4x16xf16>
   return
 }

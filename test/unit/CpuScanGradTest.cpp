@@ -26,6 +26,7 @@
 #include "TestUtils.h"
 
 #include "fwp/Reference/Reference.h"
+#include "fwp/Runtime/ElementType.h"
 
 #include <gtest/gtest.h>
 
@@ -68,7 +69,7 @@ struct Run {
 };
 
 std::string describe(const ScanKernelDesc &d) {
-  std::string s = ruleName(d.rule);
+  std::string s = std::string(fwp::dtypeName(d.dtype)) + " " + ruleName(d.rule);
   s += d.nu > 0 ? " dpfp nu=" + std::to_string(d.nu) : " features";
   s += " d_in=" + std::to_string(d.dInput) +
        " d_v=" + std::to_string(d.dValue) + " C=" + std::to_string(d.chunkSize);
@@ -77,6 +78,28 @@ std::string describe(const ScanKernelDesc &d) {
   if (d.dFinalState)
     s += " d_final";
   return s;
+}
+
+/// `v` as a buffer of `dtype` holds it.
+double roundTo(DType dtype, double v) {
+  switch (dtype) {
+  case DType::F32:
+    return static_cast<float>(v);
+  case DType::BF16:
+    return fwp::rt::fromBf16(fwp::rt::toBf16(static_cast<float>(v)));
+  case DType::F16:
+    return fwp::rt::fromF16(fwp::rt::toF16(static_cast<float>(v)));
+  default:
+    return v;
+  }
+}
+
+/// `values` rounded to `dtype`, so that the reference reads exactly what
+/// the kernel does.
+std::vector<double> rounded(DType dtype, std::vector<double> values) {
+  for (double &v : values)
+    v = roundTo(dtype, v);
+  return values;
 }
 
 /// Everything one run reads, and the reference's answers.
@@ -114,8 +137,11 @@ Problem makeProblem(const ScanKernelDesc &d, const Run &run, uint64_t seed) {
   int64_t rawNu = d.nu > 0 ? d.nu : 1;
   int64_t raw = d.nu > 0 ? d.dInput : d.dInput / 2;
   EXPECT_EQ(d.nu > 0 || d.dInput % 2 == 0, true);
-  std::vector<double> rawQ = randomValues(rows * raw, seed, 1.0);
-  std::vector<double> rawK = randomValues(rows * raw, seed + 1, 1.0);
+  auto values = [&](size_t n, uint64_t s, double scale) {
+    return rounded(d.dtype, randomValues(n, s, scale));
+  };
+  std::vector<double> rawQ = values(rows * raw, seed, 1.0);
+  std::vector<double> rawK = values(rows * raw, seed + 1, 1.0);
   for (int64_t t : run.zeroSteps)
     for (int64_t b = 0; b < run.batch; ++b)
       for (int64_t h = 0; h < run.heads; ++h)
@@ -134,22 +160,26 @@ Problem makeProblem(const ScanKernelDesc &d, const Run &run, uint64_t seed) {
   };
   std::vector<double> qf = mapRows(rawQ, raw, dFeature, features);
   std::vector<double> kf = mapRows(rawK, raw, dFeature, features);
+  if (d.nu == 0) {
+    qf = rounded(d.dtype, qf);
+    kf = rounded(d.dtype, kf);
+  }
   p.q = d.nu > 0 ? rawQ : qf;
   p.k = d.nu > 0 ? rawK : kf;
 
   p.shape = {run.seqLen, run.batch, run.heads, dFeature, d.dValue};
-  p.v = randomValues(rows * d.dValue, seed + 2, 1.0);
+  p.v = values(rows * d.dValue, seed + 2, 1.0);
   if (d.rule == Rule::Delta) {
     p.beta = randomValues(rows, seed + 3, 3.0);
     for (double &b : p.beta)
-      b = 1.0 / (1.0 + std::exp(-b));
+      b = roundTo(d.dtype, 1.0 / (1.0 + std::exp(-b)));
   }
   size_t states = run.batch * run.heads * d.dValue * dFeature;
   if (d.initial)
-    p.initial = randomValues(states, seed + 4, 1.0);
-  p.dy = randomValues(rows * d.dValue, seed + 5, 1.0);
+    p.initial = values(states, seed + 4, 1.0);
+  p.dy = values(rows * d.dValue, seed + 5, 1.0);
   if (d.dFinalState)
-    p.dFinal = randomValues(states, seed + 6, 1.0);
+    p.dFinal = values(states, seed + 6, 1.0);
 
   fwp::ref::ScanInputs in{qf, kf, p.v, p.beta, p.initial};
   p.ref = fwp::ref::scan(rule, p.shape, in);
@@ -172,18 +202,41 @@ Problem makeProblem(const ScanKernelDesc &d, const Run &run, uint64_t seed) {
   return p;
 }
 
-/// Runs `kernel` on `p` in T and returns every output as doubles, in the
-/// order y, final state, dq, dk, dv, dbeta (delta only), d_initial.
-template <typename T>
+/// How a kernel's buffers hold their elements: as T (float, double) or as
+/// the bits of a 16-bit float.
+template <typename T> struct Storage {
+  static T store(double v) { return static_cast<T>(v); }
+  static double load(T v) { return v; }
+};
+struct Bf16 {
+  static uint16_t store(double v) {
+    return fwp::rt::toBf16(static_cast<float>(v));
+  }
+  static double load(uint16_t v) { return fwp::rt::fromBf16(v); }
+};
+struct F16 {
+  static uint16_t store(double v) {
+    return fwp::rt::toF16(static_cast<float>(v));
+  }
+  static double load(uint16_t v) { return fwp::rt::fromF16(v); }
+};
+
+/// Runs `kernel` on `p` with buffers of T (held as `Held` says) and returns
+/// every output as doubles, in the order y, final state, dq, dk, dv, dbeta
+/// (delta only), d_initial.
+template <typename T, typename Held = Storage<T>>
 std::vector<std::vector<double>> runKernel(const CompiledScan &kernel,
                                            const ScanKernelDesc &d,
                                            const Run &run, const Problem &p) {
   auto cast = [](const std::vector<double> &v) {
-    return std::vector<T>(v.begin(), v.end());
+    std::vector<T> held;
+    for (double e : v)
+      held.push_back(Held::store(e));
+    return held;
   };
   auto data = [](std::vector<T> &v) { return v.empty() ? nullptr : v.data(); };
   // Outputs start at a value that must be overwritten.
-  auto output = [](size_t n) { return std::vector<T>(n, T(-7)); };
+  auto output = [](size_t n) { return std::vector<T>(n, Held::store(-7)); };
   size_t rows = run.seqLen * run.batch * run.heads;
   size_t states = run.batch * run.heads * d.dValue * p.shape.dFeature;
   std::vector<T> q = cast(p.q), k = cast(p.k), v = cast(p.v),
@@ -200,11 +253,16 @@ std::vector<std::vector<double>> runKernel(const CompiledScan &kernel,
                   dq.data(), dk.data(), dv.data(), data(dbeta),
                   dInitial.data());
   std::vector<std::vector<double>> out;
-  for (const std::vector<T> *o : {&y, &finalState, &dq, &dk, &dv})
-    out.emplace_back(o->begin(), o->end());
+  std::vector<const std::vector<T> *> outputs = {&y, &finalState, &dq, &dk,
+                                                 &dv};
   if (d.rule == Rule::Delta)
-    out.emplace_back(dbeta.begin(), dbeta.end());
-  out.emplace_back(dInitial.begin(), dInitial.end());
+    outputs.push_back(&dbeta);
+  outputs.push_back(&dInitial);
+  for (const std::vector<T> *o : outputs) {
+    out.emplace_back();
+    for (T e : *o)
+      out.back().push_back(Held::load(e));
+  }
   return out;
 }
 
@@ -220,9 +278,20 @@ void checkRuns(const ScanKernelDesc &d, const std::vector<Run> &runs,
     const Run &run = runs[i];
     SCOPED_TRACE(run.name());
     Problem p = makeProblem(d, run, 1000 + 17 * i);
-    std::vector<std::vector<double>> got =
-        d.dtype == DType::F32 ? runKernel<float>(*kernel, d, run, p)
-                              : runKernel<double>(*kernel, d, run, p);
+    std::vector<std::vector<double>> got;
+    switch (d.dtype) {
+    case DType::F32:
+      got = runKernel<float>(*kernel, d, run, p);
+      break;
+    case DType::BF16:
+      got = runKernel<uint16_t, Bf16>(*kernel, d, run, p);
+      break;
+    case DType::F16:
+      got = runKernel<uint16_t, F16>(*kernel, d, run, p);
+      break;
+    default:
+      got = runKernel<double>(*kernel, d, run, p);
+    }
     std::vector<std::pair<const char *, const std::vector<double> *>> refs = {
         {"y", &p.ref.y},
         {"final_state", &p.ref.finalState},
@@ -392,6 +461,33 @@ TEST(CpuScanGradTest, Float32) {
     d.dtype = DType::F32;
     checkRuns(d, {{11, 2, 2, {5}}, {19, 1, 3}}, 1e-5);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// 16-bit storage
+//===----------------------------------------------------------------------===//
+
+// bf16 and f16 inputs and outputs, float32 arithmetic: the reference runs on
+// the rounded inputs, and each output is rounded once from float32, so it is
+// within half a unit in the last place (2^-8 of the largest for bf16's 8
+// significant bits, 2^-11 for f16's 11) plus the float32 bound. Intermediates
+// rounded to 16 bits would miss it by far. Both rules, with and without
+// DPFP (the delta rule's key gradients then summed in f32 and rounded once),
+// initial and final states, chunks of 4 and the blocked C = 64.
+TEST(CpuScanGradTest, SixteenBitStorage) {
+  for (auto [dtype, unit] :
+       {std::pair{DType::BF16, 1.0 / 256}, std::pair{DType::F16, 1.0 / 2048}}) {
+    double bound = unit + 1.01e-5;
+    ScanKernelDesc delta = desc(Rule::Delta, 2, 3, 5, 4, true, true);
+    ScanKernelDesc sum = desc(Rule::Sum, 0, 6, 4, 4, true, true);
+    for (ScanKernelDesc *d : {&delta, &sum}) {
+      d->dtype = dtype;
+      checkRuns(*d, {{11, 2, 2, {5}}, {19, 1, 3}}, bound);
+    }
+  }
+  ScanKernelDesc features = desc(Rule::Delta, 0, 8, 128, 64, false, true);
+  features.dtype = DType::BF16;
+  checkRuns(features, {{130, 1, 2, {3, 64, 100}}}, 1.0 / 256 + 1.01e-5);
 }
 
 } // namespace

@@ -54,7 +54,16 @@ def FwpWidenStorage : Pass<"fwp-widen-storage", "::mlir::func::FuncOp"> {
     float32 results rounded back to the storage type (`arith.truncf`, to
     nearest even), each in a `linalg.generic`. Every product, state and
     running sum of what the op lowers to is then float32.
+
+    With `widen-scans=false`, fwp.scan and fwp.scan_grad keep their 16-bit
+    tensors: fwp-scan-to-chunks' stages compute in f32 and read and write
+    the storage type themselves (the 16-bit tensors pass through no cast).
+    fwp-tile-scan takes widened scans, and the casts into its kernels.
   }];
+  let options = [
+    Option<"widenScans", "widen-scans", "bool", /*default=*/"true",
+           "Also run fwp.scan and fwp.scan_grad in f32">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -27,8 +27,8 @@ def Fwp_DpfpOp : Fwp_Op<"dpfp", [Pure]> {
 
     `(j - i) mod 2d` is `torch.roll(x, shifts=i)`, the order of the seeds'
     reference code. The input is `[..., d]`, the result `[..., 2*d*nu]` with
-    the same leading dimensions, of the input's element type or a wider one
-    (features of 16-bit inputs in f32, made in f32). `nu` (default 1) must lie
+    the same leading dimensions, of the input's element type or, for 16-bit
+    inputs, f32 (the map then computed in f32). `nu` (default 1) must lie
     in `[1, 2d-1]`; `eps` (default 1e-6) must be positive. An all-zero
     vector maps to all zeros.
 
@@ -280,7 +280,8 @@ def Fwp_DpfpGradOp : Fwp_Op<"dpfp_grad", [Pure]> {
     Given the input `k` (`[..., d]`) of an `fwp.dpfp` with the same `nu`
     and `eps`, and the gradient `d_features` (`[..., 2*d*nu]`) of a loss
     with respect to its result, returns the gradient with respect to `k`
-    (the type of `k`; `d_features` may be wider, as fwp.dpfp's result).
+    (the type of `k`; `d_features` f32 for 16-bit `k`, as fwp.dpfp's
+    result may be).
     With `s = sum(phi) + eps`, `phi' = phi / s`:
 
     ```
