@@ -176,6 +176,27 @@ func.func @output(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 
 // -----
 
+// 16-bit storage: a chunk's bf16 rows extended to the f32 tile as they are
+// loaded, the outputs rounded as they are stored.
+// CHECK-LABEL: func @output_bf16
+// CHECK: scf.forall
+// CHECK: %[[Q:.*]] = tensor.extract_slice %{{.*}} : tensor<40x2x4x32xbf16> to tensor<?x32xbf16>
+// CHECK: linalg.generic {{.*}} ins(%[[Q]] : tensor<?x32xbf16>) outs(%{{.*}} : tensor<?x32xf32>)
+// CHECK:   arith.extf
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<?x8xf32>) outs(%{{.*}} : tensor<?x8xbf16>)
+// CHECK:   arith.truncf
+// CHECK: scf.forall.in_parallel
+func.func @output_bf16(%q: tensor<40x2x4x32xbf16>, %k: tensor<40x2x4x32xbf16>,
+                       %u: tensor<40x2x4x8xf32>, %h: tensor<2x4x3x8x32xf32>)
+    -> tensor<40x2x4x8xbf16> {
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xbf16>, tensor<40x2x4x32xbf16>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xbf16>
+  return %y : tensor<40x2x4x8xbf16>
+}
+
+// -----
+
 // The forward's three stages: a kernel each, or with fuse-forward one
 // kernel over (batch, head) whose loop over the chunks carries the state
 // (transposed: [D, d_v]) and the outputs' rows; the final state is its

@@ -21,6 +21,20 @@ func.func @dpfp(%k: tensor<?x3xf32>) -> tensor<?x12xf32> {
 
 // -----
 
+// A map of 16-bit vectors to f32 features outside the chunk operations'
+// kernels: on the vectors extended to f32.
+// CHECK-LABEL: func @dpfp_of_bf16
+// CHECK: %[[X:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x3xbf16>) outs(%{{.*}} : tensor<?x3xf32>)
+// CHECK:   arith.extf
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x12xf32>)
+// CHECK-NOT: fwp.dpfp
+func.func @dpfp_of_bf16(%k: tensor<?x3xbf16>) -> tensor<?x12xf32> {
+  %f = fwp.dpfp %k nu = 2 : tensor<?x3xbf16> -> tensor<?x12xf32>
+  return %f : tensor<?x12xf32>
+}
+
+// -----
+
 // Inside a kernel (a chunk's rows, where fwp-lower-chunks fused the map),
 // the products are elementwise products of column ranges of
 // x = relu([k, -k]), which the kernels' vectorizer takes: for shift i,

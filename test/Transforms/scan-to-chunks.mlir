@@ -150,3 +150,57 @@ func.func @dynamic_gradient(%q: tensor<?x2x4x4xf32>, %k: tensor<?x2x4x4xf32>,
       : tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>, tensor<?x2x4x8xf32>,
         tensor<?x2x4xf32>
 }
+
+// -----
+
+// 16-bit storage: the stages read and write the scan's bf16 tensors, and
+// what they hand each other (the features, Wt, Ut, U, h, dU, dh, dWt) is
+// f32. The delta rule's two key gradients are summed in f32 and rounded to
+// bf16 once.
+// CHECK-LABEL: func @bf16_storage
+// CHECK: fwp.dpfp %{{.*}} : tensor<40x2x4x4xbf16> -> tensor<40x2x4x8xf32>
+// CHECK: %[[KF:.*]] = fwp.dpfp %{{.*}} : tensor<40x2x4x4xbf16> -> tensor<40x2x4x8xf32>
+// CHECK: fwp.chunk_wy %[[KF]], %{{.*}}, %{{.*}} chunk_size = 16 : tensor<40x2x4x8xf32>, tensor<40x2x4x8xbf16>, tensor<40x2x4xbf16> -> tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>
+// CHECK: fwp.chunk_states {{.*}} -> tensor<2x4x3x8x8xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x8xf32>
+// CHECK: fwp.chunk_states_grad {{.*}} -> tensor<40x2x4x8xf32>, tensor<2x4x3x8x8xf32>, tensor<2x4x8x8xf32>
+// CHECK: %[[DQ:[^ ,]*]], %[[DK1:[^ ,]*]], %{{.*}} = fwp.chunk_qk_grad {{.*}} -> tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32> dwt(tensor<40x2x4x8xf32>)
+// CHECK: %[[DK2:[^ ,]*]], %{{.*}}, %{{.*}} = fwp.chunk_wy_grad {{.*}} -> tensor<40x2x4x8xf32>, tensor<40x2x4x8xbf16>, tensor<40x2x4xbf16>
+// CHECK: %[[DK:.*]] = linalg.add ins(%[[DK1]], %[[DK2]] : tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>)
+// CHECK: fwp.dpfp_grad %{{.*}}, %[[DQ]] : tensor<40x2x4x4xbf16>, tensor<40x2x4x8xf32> -> tensor<40x2x4x4xbf16>
+// CHECK: fwp.dpfp_grad %{{.*}}, %[[DK]] : tensor<40x2x4x4xbf16>, tensor<40x2x4x8xf32> -> tensor<40x2x4x4xbf16>
+func.func @bf16_storage(%q: tensor<40x2x4x4xbf16>, %k: tensor<40x2x4x4xbf16>,
+    %v: tensor<40x2x4x8xbf16>, %b: tensor<40x2x4xbf16>,
+    %dy: tensor<40x2x4x8xbf16>)
+    -> (tensor<40x2x4x4xbf16>, tensor<40x2x4x4xbf16>, tensor<40x2x4x8xbf16>,
+        tensor<40x2x4xbf16>) {
+  %dq, %dk, %dv, %db = fwp.scan_grad delta %q, %k, %v
+      beta(%b : tensor<40x2x4xbf16>) dy(%dy : tensor<40x2x4x8xbf16>)
+      dpfp(nu = 1, eps = 1.0e-6)
+      : tensor<40x2x4x4xbf16>, tensor<40x2x4x4xbf16>, tensor<40x2x4x8xbf16>
+      -> tensor<40x2x4x4xbf16>, tensor<40x2x4x4xbf16>, tensor<40x2x4x8xbf16>
+         dbeta(tensor<40x2x4xbf16>)
+  return %dq, %dk, %dv, %db : tensor<40x2x4x4xbf16>, tensor<40x2x4x4xbf16>,
+      tensor<40x2x4x8xbf16>, tensor<40x2x4xbf16>
+}
+
+// -----
+
+// Without DPFP the key gradients are the scan's own: summed in f32, rounded
+// once.
+// CHECK-LABEL: func @bf16_key_gradients
+// CHECK: %{{[^ ,]*}}, %[[DK1:[^ ,]*]], %{{.*}} = fwp.chunk_qk_grad {{.*}} -> tensor<40x2x4x8xbf16>, tensor<40x2x4x8xf32> dwt(tensor<40x2x4x8xf32>)
+// CHECK: %[[DK2:[^ ,]*]], %{{.*}}, %{{.*}} = fwp.chunk_wy_grad
+// CHECK: linalg.generic {{.*}} ins(%[[DK1]], %[[DK2]] : tensor<40x2x4x8xf32>, tensor<40x2x4x8xf32>) outs(%{{.*}} : tensor<40x2x4x8xbf16>)
+// CHECK:   arith.addf
+// CHECK:   arith.truncf
+func.func @bf16_key_gradients(%q: tensor<40x2x4x8xbf16>,
+    %k: tensor<40x2x4x8xbf16>, %v: tensor<40x2x4x8xbf16>,
+    %b: tensor<40x2x4xbf16>, %dy: tensor<40x2x4x8xbf16>)
+    -> tensor<40x2x4x8xbf16> {
+  %dq, %dk, %dv, %db = fwp.scan_grad delta %q, %k, %v
+      beta(%b : tensor<40x2x4xbf16>) dy(%dy : tensor<40x2x4x8xbf16>)
+      : tensor<40x2x4x8xbf16>, tensor<40x2x4x8xbf16>, tensor<40x2x4x8xbf16>
+      -> tensor<40x2x4x8xbf16>, tensor<40x2x4x8xbf16>, tensor<40x2x4x8xbf16>
+         dbeta(tensor<40x2x4xbf16>)
+  return %dk : tensor<40x2x4x8xbf16>
+}

@@ -1,9 +1,16 @@
 // RUN: fwp-opt %s -split-input-file -fwp-widen-storage | FileCheck %s
+// RUN: fwp-opt %s -split-input-file -fwp-widen-storage=widen-scans=false | FileCheck %s --check-prefix=KEEP
 
 // A scan on bf16 tensors runs in float32: each 16-bit operand is extended
 // (exactly) in a linalg.generic, the scan is the same op on f32 tensors,
 // and each result is rounded back to bf16 once.
 // CHECK-LABEL: func @scan
+// With widen-scans=false, the chunk pipelines' choice, the scan keeps its
+// tensors, and no cast is made.
+// KEEP-LABEL: func @scan
+// KEEP-NOT: linalg.generic
+// KEEP: fwp.scan delta {{.*}} : tensor<8x1x2x4xbf16>, tensor<8x1x2x4xbf16>, tensor<8x1x2x4xbf16> -> tensor<8x1x2x4xbf16>, tensor<1x2x4x4xbf16>
+// KEEP-NOT: linalg.generic
 // CHECK-SAME: (%[[Q:.*]]: tensor<8x1x2x4xbf16>, %[[K:.*]]: tensor<8x1x2x4xbf16>, %[[V:.*]]: tensor<8x1x2x4xbf16>, %[[B:.*]]: tensor<8x1x2xbf16>)
 // CHECK: %[[QW:.*]] = linalg.generic {{.*}} ins(%[[Q]] : tensor<8x1x2x4xbf16>) outs(%{{.*}} : tensor<8x1x2x4xf32>)
 // CHECK:   arith.extf %{{.*}} : bf16 to f32
@@ -28,6 +35,9 @@ func.func @scan(%q: tensor<8x1x2x4xbf16>, %k: tensor<8x1x2x4xbf16>,
 
 // f16 with dynamic sizes: the conversions take the sizes from their input.
 // CHECK-LABEL: func @dpfp_dynamic
+// KEEP-LABEL: func @dpfp_dynamic
+// KEEP: arith.extf
+// KEEP: fwp.dpfp %{{.*}} nu = 2 : tensor<?x?x2x4xf32> -> tensor<?x?x2x16xf32>
 // CHECK: %[[D0:.*]] = tensor.dim %{{.*}}, %c0
 // CHECK: %[[D1:.*]] = tensor.dim %{{.*}}, %c1
 // CHECK: tensor.empty(%[[D0]], %[[D1]]) : tensor<?x?x2x4xf32>
