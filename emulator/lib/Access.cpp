@@ -2,9 +2,9 @@
 //
 // Every load and store goes through here, so that every access is checked
 // as compute-sanitizer checks it: global bounds against the allocation map,
-// alignment, reads of bytes never written, plain stores of one word by two
-// CTAs of a launch, shared bounds, shared races between barriers, and reads
-// of a cp.async destination before its wait_group.
+// alignment, reads of bytes never written, plain stores of the same bytes
+// by two CTAs of a launch, shared bounds, shared races between barriers, and
+// reads of a cp.async destination before its wait_group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,25 +47,6 @@ void checkWritten(Exec &e, int lane, const uint8_t *flags, unsigned bytes,
       fault(e, lane, LaunchError::LaunchFailed,
             std::string("read of ") + space + " memory never written at " +
                 hex(address + i));
-}
-
-/// Two CTAs of one launch storing to one word without atomics: the result
-/// depends on their order.
-void checkCtaWrite(Exec &e, int lane, const Allocation &a, uint64_t address,
-                   unsigned bytes) {
-  uint64_t mine = (e.cta.launchId << 32) | (e.cta.linearId + 1);
-  for (uint64_t word = (address - a.base) / 4;
-       word <= (address - a.base + bytes - 1) / 4; ++word) {
-    uint64_t before =
-        __atomic_exchange_n(&a.writer[word], mine, __ATOMIC_RELAXED);
-    if ((before >> 32) == e.cta.launchId && before != mine)
-      fault(e, lane, LaunchError::LaunchFailed,
-            "global word at " + hex(a.base + word * 4) +
-                " written by two CTAs of one launch (block " +
-                std::to_string((before & 0xffffffffu) - 1) +
-                " and this one)"
-                " without atomics");
-  }
 }
 
 /// Two threads of a CTA touching one word, one of them writing, with no
@@ -118,6 +99,39 @@ uint8_t bytesOfWord(uint64_t word, uint64_t address, unsigned size) {
        b < std::min(word * 4 + 4, address + size); ++b)
     mask |= uint8_t(1u << (b - word * 4));
   return mask;
+}
+
+/// Two CTAs of one launch storing to the same bytes without atomics: the
+/// result depends on their order. (Stores conflict where the bytes they
+/// write intersect, the PTX memory model's overlap: 16-bit stores of two
+/// CTAs side by side in one word do not.) A word's shadow holds its last
+/// writer: the launch (bits 36 and up), the bytes that CTA wrote (bits 32 to
+/// 35) and the CTA + 1 (bits 0 to 31).
+void checkCtaWrite(Exec &e, int lane, const Allocation &a, uint64_t address,
+                   unsigned bytes) {
+  uint64_t offset = address - a.base;
+  uint64_t launch = e.cta.launchId & 0xfffffffu, cta = e.cta.linearId + 1;
+  for (uint64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word) {
+    uint64_t mine = bytesOfWord(word, offset, bytes);
+    uint64_t before = __atomic_load_n(&a.writer[word], __ATOMIC_RELAXED);
+    uint64_t after;
+    do {
+      bool sameLaunch = (before >> 36) == launch;
+      bool sameCta = sameLaunch && (before & 0xffffffffu) == cta;
+      uint64_t theirs = (before >> 32) & 0xf;
+      if (sameLaunch && !sameCta && (theirs & mine))
+        fault(e, lane, LaunchError::LaunchFailed,
+              "global word at " + hex(a.base + word * 4) +
+                  " written by two CTAs of one launch (block " +
+                  std::to_string((before & 0xffffffffu) - 1) +
+                  " and this one)"
+                  " without atomics");
+      uint64_t written = sameCta ? theirs | mine : mine;
+      after = (launch << 36) | (written << 32) | cta;
+    } while (!__atomic_compare_exchange_n(&a.writer[word], &before, after,
+                                          /*weak=*/true, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+  }
 }
 
 void checkSharedRace(Exec &e, int lane, uint64_t offset, unsigned bytes,

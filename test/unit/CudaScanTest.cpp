@@ -15,6 +15,7 @@
 #include "fwp/JIT/Scan.h"
 #include "fwp/Reference/Reference.h"
 #include "fwp/Runtime/Cuda.h"
+#include "fwp/Runtime/ElementType.h"
 #include "fwp/Runtime/Plan.h"
 
 #include <gtest/gtest.h>
@@ -128,15 +129,34 @@ TEST(CudaScanTest, CpuScanRefusesDeviceBuffers) {
   }
 }
 
-/// A device copy of `values` as f32.
-fwp::rt::DeviceBuffer upload(const std::vector<double> &values) {
-  return fwp::rt::DeviceBuffer::fromHost(
-      std::vector<float>(values.begin(), values.end()));
+/// `v` as a buffer of `dtype` (f32 or bf16) holds it.
+double roundTo(DType dtype, double v) {
+  float f = static_cast<float>(v);
+  return dtype == DType::BF16 ? fwp::rt::fromBf16(fwp::rt::toBf16(f)) : f;
 }
 
-std::vector<double> download(const fwp::rt::DeviceBuffer &buffer) {
-  std::vector<float> values = buffer.toHost<float>();
-  return std::vector<double>(values.begin(), values.end());
+/// A device copy of `values` in `dtype` (f32 or bf16).
+fwp::rt::DeviceBuffer upload(const std::vector<double> &values,
+                             DType dtype = DType::F32) {
+  if (dtype == DType::F32)
+    return fwp::rt::DeviceBuffer::fromHost(
+        std::vector<float>(values.begin(), values.end()));
+  std::vector<uint16_t> bits;
+  for (double v : values)
+    bits.push_back(fwp::rt::toBf16(static_cast<float>(v)));
+  return fwp::rt::DeviceBuffer::fromHost(bits);
+}
+
+std::vector<double> download(const fwp::rt::DeviceBuffer &buffer,
+                             DType dtype = DType::F32) {
+  if (dtype == DType::F32) {
+    std::vector<float> values = buffer.toHost<float>();
+    return std::vector<double>(values.begin(), values.end());
+  }
+  std::vector<double> values;
+  for (uint16_t bits : buffer.toHost<uint16_t>())
+    values.push_back(fwp::rt::fromBf16(bits));
+  return values;
 }
 
 /// Forward and backward of a CUDA scan on device buffers, in a stream of
@@ -151,20 +171,27 @@ protected:
   }
 };
 
-/// `d` (DPFP of order 1) on device buffers against the reference.
+/// `d` (DPFP of order 1; f32 or bf16) on device buffers against the
+/// reference on the inputs as stored.
 void expectDeviceScanMatchesReference(const ScanDesc &d) {
   Rule rule = d.rule;
   auto scan = fwp::jit::compileScanUncached(d, "");
   const int64_t T = 37, B = 2, H = 3, D = 2 * d.dInput;
   size_t rows = T * B * H, states = B * H * d.dValue * D;
-  std::vector<double> q = randomValues(rows * d.dInput, 1, 1.0),
-                      k = randomValues(rows * d.dInput, 2, 1.0),
-                      v = randomValues(rows * d.dValue, 3, 1.0),
+  auto values = [&](size_t n, uint64_t seed, double scale) {
+    std::vector<double> v = randomValues(n, seed, scale);
+    for (double &e : v)
+      e = roundTo(d.dtype, e);
+    return v;
+  };
+  std::vector<double> q = values(rows * d.dInput, 1, 1.0),
+                      k = values(rows * d.dInput, 2, 1.0),
+                      v = values(rows * d.dValue, 3, 1.0),
                       beta = randomValues(rows, 4, 3.0),
-                      initial = randomValues(states, 5, 0.5),
-                      dy = randomValues(rows * d.dValue, 6, 1.0);
+                      initial = values(states, 5, 0.5),
+                      dy = values(rows * d.dValue, 6, 1.0);
   for (double &b : beta)
-    b = 1 / (1 + std::exp(-b));
+    b = roundTo(d.dtype, 1 / (1 + std::exp(-b)));
   if (rule == Rule::Sum)
     beta.clear();
   auto features = [&](const std::vector<double> &raw) {
@@ -197,12 +224,15 @@ void expectDeviceScanMatchesReference(const ScanDesc &d) {
   auto ptr = [](const fwp::rt::DeviceBuffer &b) {
     return reinterpret_cast<void *>(b.ptr());
   };
-  fwp::rt::DeviceBuffer dq_ = upload(q), dk_ = upload(k), dv_ = upload(v),
-                        dbeta_ = upload(beta), dinit = upload(initial),
-                        ddy = upload(dy), y(rows * d.dValue * 4),
-                        fin(states * 4), gq(q.size() * 4), gk(k.size() * 4),
-                        gv(v.size() * 4), gbeta(beta.size() * 4),
-                        ginit(states * 4);
+  DType dtype = d.dtype;
+  size_t bytes = fwp::rt::dtypeBytes(dtype);
+  fwp::rt::DeviceBuffer dq_ = upload(q, dtype), dk_ = upload(k, dtype),
+                        dv_ = upload(v, dtype), dbeta_ = upload(beta, dtype),
+                        dinit = upload(initial, dtype), ddy = upload(dy, dtype),
+                        y(rows * d.dValue * bytes), fin(states * bytes),
+                        gq(q.size() * bytes), gk(k.size() * bytes),
+                        gv(v.size() * bytes), gbeta(beta.size() * bytes),
+                        ginit(states * bytes);
   void *betaPtr = rule == Rule::Delta ? ptr(dbeta_) : nullptr;
   scan->forwardOnDevice(T, B, H, ptr(dq_), ptr(dk_), ptr(dv_), betaPtr,
                         ptr(dinit), ptr(y), ptr(fin), call);
@@ -226,16 +256,19 @@ void expectDeviceScanMatchesReference(const ScanDesc &d) {
     }
     return out;
   };
-  // f32 with the products in tf32x3 (about f32's accuracy).
-  const double bound = 1e-5;
-  EXPECT_LE(relativeError(download(y), ref.y), bound);
-  EXPECT_LE(relativeError(download(fin), ref.finalState), bound);
-  EXPECT_LE(relativeError(download(gq), rawGrad(q, refGrad.q)), 1e-4);
-  EXPECT_LE(relativeError(download(gk), rawGrad(k, refGrad.k)), 1e-4);
-  EXPECT_LE(relativeError(download(gv), refGrad.v), 1e-4);
+  // f32 with the products in tf32x3 (about f32's accuracy); bf16 outputs
+  // rounded once from f32, within 2^-8 of the largest more.
+  double rounding = dtype == DType::BF16 ? 1.0 / 256 : 0;
+  const double bound = rounding + 1e-5, gradBound = rounding + 1e-4;
+  auto got = [&](const fwp::rt::DeviceBuffer &b) { return download(b, dtype); };
+  EXPECT_LE(relativeError(got(y), ref.y), bound);
+  EXPECT_LE(relativeError(got(fin), ref.finalState), bound);
+  EXPECT_LE(relativeError(got(gq), rawGrad(q, refGrad.q)), gradBound);
+  EXPECT_LE(relativeError(got(gk), rawGrad(k, refGrad.k)), gradBound);
+  EXPECT_LE(relativeError(got(gv), refGrad.v), gradBound);
   if (rule == Rule::Delta)
-    EXPECT_LE(relativeError(download(gbeta), refGrad.beta), 1e-4);
-  EXPECT_LE(relativeError(download(ginit), refGrad.initialState), 1e-4);
+    EXPECT_LE(relativeError(got(gbeta), refGrad.beta), gradBound);
+  EXPECT_LE(relativeError(got(ginit), refGrad.initialState), gradBound);
 }
 
 TEST_P(CudaScanOnGpuTest, DeviceBuffersMatchReference) {
@@ -247,6 +280,17 @@ TEST_P(CudaScanOnGpuTest, StageKernelsMatchReference) {
   ScanDesc d = cudaScan(GetParam(), 1);
   d.gpuStages = true;
   expectDeviceScanMatchesReference(d);
+}
+
+/// bf16 storage, f32 arithmetic: tile-scan's kernels and the stages'.
+TEST_P(CudaScanOnGpuTest, Bfloat16StorageMatchesReference) {
+  for (bool stages : {false, true}) {
+    SCOPED_TRACE(stages ? "stage kernels" : "tile-scan");
+    ScanDesc d = cudaScan(GetParam(), 1);
+    d.dtype = DType::BF16;
+    d.gpuStages = stages;
+    expectDeviceScanMatchesReference(d);
+  }
 }
 
 /// Scratch from the caller's allocator at an address the kernels' 16-byte

@@ -301,6 +301,33 @@ TEST(EmulatorErrors, TwoCtasStoringTheSameGlobalWordAreReported) {
   EXPECT_TRUE(expectCleanLaunch(outcome, apart));
 }
 
+// Two CTAs storing the two halves of one word (a bf16 output per CTA, side
+// by side) write different bytes, which the PTX memory model does not count
+// as a conflict; storing the same half is one.
+TEST(EmulatorErrors, TwoCtasStoringHalvesOfAWordAreNoConflict) {
+  const char *decls = "  .reg .pred %p1;\n  .reg .b32 %r1;\n"
+                      "  .reg .b64 %rd1;\n  .reg .b16 %h1;\n";
+  auto kernel = [&](const std::string &name, const char *stride) {
+    return namedKernel(name, decls, std::string(R"(
+  mov.u32 %r1, %ctaid.x;
+  setp.eq.u32 %p1, %t, 0;
+  mul.wide.u32 %rd1, %r1, )") + stride + R"(;
+  add.s64 %rd1, %outp, %rd1;
+  cvt.u16.u32 %h1, %r1;
+  @%p1 st.global.u16 [%rd1], %h1;
+)");
+  };
+  std::string halves = kernel("ctas_store_halves", "2");
+  LaunchOutcome outcome =
+      launchWithBuffers(halves, "ctas_store_halves", Dim3{2}, Dim3{32});
+  EXPECT_TRUE(expectCleanLaunch(outcome, halves));
+  std::string same = kernel("ctas_store_one_half", "0");
+  outcome = launchWithBuffers(same, "ctas_store_one_half", Dim3{2}, Dim3{32});
+  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
+  EXPECT_NE(outcome.result.error, LaunchError::None)
+      << "two CTAs storing one half went unreported";
+}
+
 // Global memory has the same hazard within a CTA: one thread stores a word
 // that another thread of the CTA (here of the same warp: Volta's threads
 // need not run in lockstep) loads with no barrier between.
