@@ -73,7 +73,8 @@ FailureOr<ForwardChain> matchForwardChain(ChunkOutputOp output,
     if (!onlyUsedBy(wy.getWt(), states))
       chain.wt = wy.getWt();
   }
-  if (chain.values.getType() != output.getType())
+  if (cast<RankedTensorType>(chain.values.getType()).getShape() !=
+      output.getType().getShape())
     return rewriter.notifyMatchFailure(output, "values unlike the outputs");
   // The kernel takes the states' place, so that it comes before every use
   // of the final state.

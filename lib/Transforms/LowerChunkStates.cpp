@@ -192,7 +192,7 @@ struct FuseChunkStatesOutput : OpRewritePattern<ChunkOutputOp> {
         output.getK() != states.getK() ||
         states.getChunkSize() != output.getChunkSize() ||
         states.getBatchFirst() != output.getBatchFirst() ||
-        output.getType() != states.getValues().getType())
+        output.getType().getShape() != states.getValues().getType().getShape())
       return rewriter.notifyMatchFailure(output, "not the states' outputs");
     if (failed(requireStaticWidth(rewriter, states, states.getK(), "k")) ||
         failed(requireStaticWidth(rewriter, states, states.getValues(),

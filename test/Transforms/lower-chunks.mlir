@@ -197,6 +197,32 @@ func.func @output_bf16(%q: tensor<40x2x4x32xbf16>, %k: tensor<40x2x4x32xbf16>,
 
 // -----
 
+// The fusions take 16-bit storage too: the outputs' bf16 rows carried and
+// stored by the fused kernels, the states f32.
+// FUSED-LABEL: func @forward_bf16
+// FUSED: scf.forall {{.*}} -> (tensor<40x2x4x8xbf16>, tensor<2x4x8x32xbf16>)
+// FUSED: {fwp.kernel = "chunk_forward"}
+// FUSED-OUT-LABEL: func @forward_bf16
+// FUSED-OUT: {fwp.kernel = "chunk_wy"}
+// FUSED-OUT: scf.forall {{.*}} -> (tensor<2x4x8x32xbf16>, tensor<40x2x4x8xbf16>)
+// FUSED-OUT: {fwp.kernel = "chunk_states_output"}
+func.func @forward_bf16(%q: tensor<40x2x4x32xbf16>, %k: tensor<40x2x4x32xbf16>,
+                        %v: tensor<40x2x4x8xbf16>, %b: tensor<40x2x4xbf16>)
+    -> (tensor<40x2x4x8xbf16>, tensor<2x4x8x32xbf16>) {
+  %wt, %ut = fwp.chunk_wy %k, %v, %b chunk_size = 16
+      : tensor<40x2x4x32xbf16>, tensor<40x2x4x8xbf16>, tensor<40x2x4xbf16>
+      -> tensor<40x2x4x32xf32>, tensor<40x2x4x8xf32>
+  %h, %u, %final = fwp.chunk_states %k, %ut wt(%wt : tensor<40x2x4x32xf32>)
+      chunk_size = 16 : tensor<40x2x4x32xbf16>, tensor<40x2x4x8xf32>
+      -> tensor<2x4x3x8x32xf32>, tensor<40x2x4x8xf32>, tensor<2x4x8x32xbf16>
+  %y = fwp.chunk_output %q, %k, %u, %h chunk_size = 16
+      : tensor<40x2x4x32xbf16>, tensor<40x2x4x32xbf16>, tensor<40x2x4x8xf32>,
+        tensor<2x4x3x8x32xf32> -> tensor<40x2x4x8xbf16>
+  return %y, %final : tensor<40x2x4x8xbf16>, tensor<2x4x8x32xbf16>
+}
+
+// -----
+
 // The forward's three stages: a kernel each, or with fuse-forward one
 // kernel over (batch, head) whose loop over the chunks carries the state
 // (transposed: [D, d_v]) and the outputs' rows; the final state is its
