@@ -80,12 +80,13 @@ void buildFwpToLoopsPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createFwpFuseDpfp());
   } else {
     // The GPU's stages stay kernels of their own but the outputs, made in
-    // the states' kernel over (batch, head, value block): a kernel per
-    // (batch, head) would leave most of a GPU idle.
+    // the states' kernel over (batch, head, value block), and the per-chunk
+    // gradients, one kernel over (batch, head, chunk): a kernel per (batch,
+    // head) would leave most of a GPU idle.
     pm.addNestedPass<func::FuncOp>(createFwpScanToChunks());
     pm.addNestedPass<func::FuncOp>(createFwpLowerChunks(
-        {/*fuseForward=*/cpu, /*fuseBackward=*/cpu, /*fuseOutput=*/true,
-         /*mapKernels=*/true}));
+        {/*fuseForward=*/cpu, /*fuseBackward=*/cpu, /*fuseGradients=*/true,
+         /*fuseOutput=*/true, /*mapKernels=*/true}));
   }
   pm.addNestedPass<func::FuncOp>(createFwpLowerDpfp());
   pm.addNestedPass<func::FuncOp>(createFwpLowerGate());

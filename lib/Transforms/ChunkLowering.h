@@ -332,6 +332,9 @@ void populateFuseChunkStatesOutputPattern(mlir::RewritePatternSet &patterns);
 /// fwp.dpfp and fwp.dpfp_grad outside kernels as kernels over (batch, head,
 /// block of rows) (FeatureMapKernels.cpp).
 void populateFeatureMapKernelPatterns(mlir::RewritePatternSet &patterns);
+/// The delta rule's fwp.chunk_qk_grad and fwp.chunk_wy_grad (and the sum of
+/// their key gradients) as one kernel over (batch, head, chunk).
+void populateFuseChunkGradientsPattern(mlir::RewritePatternSet &patterns);
 /// The backward's per-chunk operations (delta rule: fwp.chunk_qk_grad and
 /// fwp.chunk_wy_grad, and the sum of their key gradients) as one kernel.
 void populateFuseChunkBackwardPattern(mlir::RewritePatternSet &patterns);

@@ -393,6 +393,10 @@ struct FuseChunkBackward : OpRewritePattern<ChunkWyGradOp> {
 
 } // namespace
 
+void populateFuseChunkGradientsPattern(RewritePatternSet &patterns) {
+  patterns.add<FuseChunkBackward>(patterns.getContext());
+}
+
 void populateFuseChunkBackwardPattern(RewritePatternSet &patterns) {
   patterns
       .add<FuseStatesBackward, FuseSumRuleStatesBackward, FuseChunkBackward>(

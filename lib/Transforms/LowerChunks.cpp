@@ -250,7 +250,7 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
   using FwpLowerChunksBase::FwpLowerChunksBase;
 
   void runOnOperation() override {
-    if (fuseForward || fuseBackward || fuseOutput) {
+    if (fuseForward || fuseBackward || fuseGradients || fuseOutput) {
       RewritePatternSet fusion(&getContext());
       if (fuseForward)
         populateFuseChunkForwardPattern(fusion);
@@ -258,6 +258,8 @@ struct FwpLowerChunks : impl::FwpLowerChunksBase<FwpLowerChunks> {
         populateFuseChunkStatesOutputPattern(fusion);
       if (fuseBackward)
         populateFuseChunkBackwardPattern(fusion);
+      else if (fuseGradients)
+        populateFuseChunkGradientsPattern(fusion);
       // A fusion erases the operations it fuses, siblings of the one it
       // matched, which the walk driver below does not allow; the greedy
       // driver does, here kept to the existing operations and from folding.

@@ -1,6 +1,7 @@
 // RUN: fwp-opt %s -fwp-lower-chunks -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-forward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-backward -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-BACK
+// RUN: fwp-opt %s -fwp-lower-chunks=fuse-gradients -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-GRADS
 // RUN: fwp-opt %s -fwp-lower-chunks=fuse-output -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=FUSED-OUT
 // RUN: fwp-opt %s -fwp-lower-chunks=map-kernels -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MAPS
 // On a GPU target, the kernels mapped onto the grid, one instance a block.
@@ -561,6 +562,14 @@ func.func @dwt_read(%q: tensor<40x2x4x32xf32>, %k: tensor<40x2x4x32xf32>,
 // and the per-chunk dS are never stored, and the initial state's gradient
 // is its fifth result.
 // FUSED-BACK-LABEL: func @backward_with_states
+// With fuse-gradients (the GPU's choice) the states' gradient stays a
+// kernel over (batch, head, value block) and the pair is one over (batch,
+// head, chunk).
+// FUSED-GRADS-LABEL: func @backward_with_states
+// FUSED-GRADS-NOT: fwp.chunk_
+// FUSED-GRADS-DAG: {fwp.kernel = "chunk_states_grad"}
+// FUSED-GRADS-DAG: {fwp.kernel = "chunk_qk_wy_grad"}
+// FUSED-GRADS: return
 // FUSED-BACK-NOT: fwp.chunk_
 // FUSED-BACK: %[[KERNEL:.*]]:5 = scf.forall (%{{.*}}, %{{.*}}) in
 // FUSED-BACK: scf.for {{.*}} -> (tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x8xf32>, tensor<?xf32>, tensor<8x32xf32>)

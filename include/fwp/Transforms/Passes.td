@@ -185,7 +185,11 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
     `fwp.chunk_qk_grad` become that kernel too, storing dU, its value
     gradient. Feature gradients that only a `fwp.dpfp_grad` reads go back
     through the map there too, so that the kernel stores dQ and dK of the
-    map's inputs, 2 nu times narrower than the features'.
+    map's inputs, 2 nu times narrower than the features'. With
+    `fuse-gradients` (and not `fuse-backward`) only the first:
+    `chunk_qk_wy_grad` over (batch, head, chunk), the states' gradient a
+    kernel of its own (the GPU's choice: a kernel per (batch, head) would
+    leave most of a GPU idle).
 
     A `fwp.dpfp` whose features chunk operations alone read is applied in
     their kernels, to a chunk's rows of its input: the features are never
@@ -206,6 +210,9 @@ def FwpLowerChunks : Pass<"fwp-lower-chunks", "::mlir::func::FuncOp"> {
            "The forward's stages as one kernel per (batch, head)">,
     Option<"fuseBackward", "fuse-backward", "bool", /*default=*/"false",
            "The backward's per-chunk gradients as one kernel">,
+    Option<"fuseGradients", "fuse-gradients", "bool", /*default=*/"false",
+           "The delta rule's per-chunk gradients as one kernel over (batch, "
+           "head, chunk) (without fuse-backward, which may take more)">,
     Option<"fuseOutput", "fuse-output", "bool", /*default=*/"false",
            "fwp.chunk_output in its fwp.chunk_states' kernel (without "
            "fuse-forward, which takes both)">,
