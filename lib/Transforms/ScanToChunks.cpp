@@ -23,7 +23,6 @@
 #include "fwp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
