@@ -5,9 +5,9 @@
 namespace fwp::emu {
 
 Handler handlerFor(const Instruction &inst) {
-  for (auto family :
-       {controlHandler, memoryHandler, matrixHandler, selectionHandler,
-        conversionHandler, floatHandler, halfHandler, integerHandler})
+  for (auto family : {controlHandler, memoryHandler, matrixHandler,
+                      shuffleHandler, selectionHandler, conversionHandler,
+                      floatHandler, halfHandler, integerHandler})
     if (Handler handler = family(inst))
       return handler;
   return nullptr;

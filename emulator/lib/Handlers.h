@@ -20,6 +20,7 @@ Handler selectionHandler(const Instruction &inst);  // ExecuteSelect.cpp
 Handler memoryHandler(const Instruction &inst);     // ExecuteMemory.cpp
 Handler controlHandler(const Instruction &inst);    // ExecuteControl.cpp
 Handler matrixHandler(const Instruction &inst);     // ExecuteMatrix.cpp
+Handler shuffleHandler(const Instruction &inst);    // ExecuteShuffle.cpp
 
 } // namespace fwp::emu
 

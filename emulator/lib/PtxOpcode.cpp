@@ -186,12 +186,28 @@ bool decodeFlag(Opcode op, std::string_view s, Instruction &inst) {
   return false;
 }
 
+bool decodeShuffleMode(Opcode op, std::string_view s, Instruction &inst) {
+  if (op != Opcode::Shfl)
+    return false;
+  static const std::map<std::string_view, ShuffleMode> table = {
+      {"up", ShuffleMode::Up},
+      {"down", ShuffleMode::Down},
+      {"bfly", ShuffleMode::Bfly},
+      {"idx", ShuffleMode::Idx}};
+  auto it = table.find(s);
+  if (it == table.end())
+    return false;
+  inst.shuffle = it->second;
+  return true;
+}
+
 std::string decodeModifier(std::string_view s, Instruction &inst,
                            std::vector<Type> &types) {
   Opcode op = inst.op;
   bool isCompare = op == Opcode::Setp || op == Opcode::Set;
   if (Type t = typeFromSuffix(s); t != Type::None) {
     types.push_back(t);
+  } else if (decodeShuffleMode(op, s, inst)) {
   } else if (isCompare && inst.compare == Compare::None &&
              decodeCompare(s, inst.compare)) {
   } else if (isCompare && (s == "and" || s == "or" || s == "xor")) {

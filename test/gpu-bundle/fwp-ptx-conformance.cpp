@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
     if (std::none_of(cases.begin(), cases.end(),
                      [&](const KernelCase &c) { return c.family == family; })) {
       std::printf("fwp-ptx-conformance: no family named %s (integer, float, "
-                  "approx, conversion, memory, control, matrix)\n",
+                  "approx, conversion, memory, control, warp, matrix)\n",
                   family.c_str());
       return 2;
     }

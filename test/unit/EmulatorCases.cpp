@@ -260,6 +260,10 @@ CaseList allCases() {
                         controlExitEndsOnlyTheLanesThatTakeIt,
                         controlSpecialRegistersDescribeA2DGridOfPartialWarps}));
   append(cases,
+         family("warp", {warpShflBflyReductionGivesEveryLaneTheWarpTotal,
+                         warpShflUpInclusiveScanAddsWhereThePredicateHolds,
+                         warpShflIdxAndDownStayInsideSegments}));
+  append(cases,
          family("matrix",
                 {matrixMmaTf32M16n8k8MatchesTheProductExactly,
                  matrixMmaBf16M16n8k16MatchesTheProductExactly,

@@ -308,6 +308,11 @@ CaseList controlBrxIdxJumpsToTheIndexedTargetPerLane();
 CaseList controlExitEndsOnlyTheLanesThatTakeIt();
 CaseList controlSpecialRegistersDescribeA2DGridOfPartialWarps();
 
+// EmulatorCasesWarp.cpp
+CaseList warpShflBflyReductionGivesEveryLaneTheWarpTotal();
+CaseList warpShflUpInclusiveScanAddsWhereThePredicateHolds();
+CaseList warpShflIdxAndDownStayInsideSegments();
+
 // EmulatorCasesMatrix.cpp
 CaseList matrixMmaTf32M16n8k8MatchesTheProductExactly();
 CaseList matrixMmaBf16M16n8k16MatchesTheProductExactly();
@@ -317,7 +322,7 @@ CaseList matrixMmaRandomOperandsAreWithinSinglePrecisionAccumulation();
 CaseList matrixLdmatrixGivesEachLaneItsRowFragment();
 
 /// Every case above, each with its family set ("integer", "float", "approx",
-/// "conversion", "memory", "control", "matrix"), in this order.
+/// "conversion", "memory", "control", "warp", "matrix"), in this order.
 CaseList allCases();
 
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,8 @@
-//===- EmulatorControlTest.cpp - Branches, loops, brx.idx, exit, sregs ----===//
+//===- EmulatorControlTest.cpp - Branches, sregs, warp shuffles -----------===//
 //
-// The emulator's control flow and the special registers, case by case from
-// EmulatorCasesControl.cpp, where each case cites the PTX ISA section its
+// The emulator's control flow, the special registers and the warp's
+// shuffles, case by case from EmulatorCasesControl.cpp and
+// EmulatorCasesWarp.cpp, where each case cites the PTX ISA section its
 // answers rest on. The same cases run on a GPU through fwp-ptx-conformance.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +35,18 @@ TEST(EmulatorControl, ExitEndsOnlyTheLanesThatTakeIt) {
 TEST(EmulatorControl, SpecialRegistersDescribeA2DGridOfPartialWarps) {
   expectCasesPass(
       cases::controlSpecialRegistersDescribeA2DGridOfPartialWarps());
+}
+
+TEST(EmulatorWarp, ShflBflyReductionGivesEveryLaneTheWarpTotal) {
+  expectCasesPass(cases::warpShflBflyReductionGivesEveryLaneTheWarpTotal());
+}
+
+TEST(EmulatorWarp, ShflUpInclusiveScanAddsWhereThePredicateHolds) {
+  expectCasesPass(cases::warpShflUpInclusiveScanAddsWhereThePredicateHolds());
+}
+
+TEST(EmulatorWarp, ShflIdxAndDownStayInsideSegments) {
+  expectCasesPass(cases::warpShflIdxAndDownStayInsideSegments());
 }
 
 } // namespace

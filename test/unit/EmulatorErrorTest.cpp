@@ -328,6 +328,38 @@ TEST(EmulatorErrors, TwoCtasStoringHalvesOfAWordAreNoConflict) {
       << "two CTAs storing one half went unreported";
 }
 
+// shfl.sync where the ISA leaves the result undefined: a value taken from
+// a lane that does not execute the shuffle (its a is "unpredictable"), and
+// a thread that is not in its own membermask.
+TEST(EmulatorErrors, ShflFromALaneThatDoesNotExecuteItIsReported) {
+  const char *decls = "  .reg .pred %p1;\n  .reg .b32 %r<3>;\n";
+  auto kernel = [&](const std::string &name, const char *shuffle) {
+    return namedKernel(name, decls, std::string(R"(
+  setp.eq.u32 %p1, %t, 0;
+  mov.u32 %r1, %t;
+)") + shuffle + R"(
+  @%p1 st.global.u32 [%outp], %r2;
+)");
+  };
+  std::string inactive = kernel("shfl_from_inactive",
+                                "  @%p1 shfl.sync.idx.b32 %r2, %r1, 5, 31, 1;");
+  LaunchOutcome outcome =
+      launchWithBuffers(inactive, "shfl_from_inactive", Dim3{1}, Dim3{32});
+  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
+  EXPECT_NE(outcome.result.error, LaunchError::None);
+  EXPECT_NE(outcome.result.report.find("from lane 5"), std::string::npos)
+      << outcome.result.report;
+  std::string outsider = kernel("shfl_outside_membermask",
+                                "  shfl.sync.idx.b32 %r2, %r1, 1, 31, 2;");
+  outcome =
+      launchWithBuffers(outsider, "shfl_outside_membermask", Dim3{1}, Dim3{32});
+  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
+  EXPECT_NE(outcome.result.error, LaunchError::None);
+  EXPECT_NE(outcome.result.report.find("not in its membermask"),
+            std::string::npos)
+      << outcome.result.report;
+}
+
 // Global memory has the same hazard within a CTA: one thread stores a word
 // that another thread of the CTA (here of the same warp: Volta's threads
 // need not run in lockstep) loads with no barrier between.

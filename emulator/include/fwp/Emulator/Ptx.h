@@ -65,6 +65,10 @@ enum class Space : uint8_t {
 /// for float-to-integer, .rna for tf32).
 enum class Rounding : uint8_t { None, Rn, Rz, Rm, Rp, Rna, Rni, Rzi, Rmi, Rpi };
 
+/// shfl.sync's mode (ISA "Data Movement and Conversion Instructions:
+/// shfl.sync"): how each lane's source lane is computed.
+enum class ShuffleMode : uint8_t { None, Up, Down, Bfly, Idx };
+
 /// setp's comparison (ISA 9.7.9.x): the ordered and unordered float forms.
 enum class Compare : uint8_t {
   None,
@@ -149,9 +153,10 @@ struct Instruction {
   Space space = Space::None;
   Rounding rounding = Rounding::None;
   Compare compare = Compare::None;
-  Opcode combine = Opcode::Invalid; // setp/set's .and/.or/.xor
-  uint8_t vector = 1;               // .v2/.v4
-  uint8_t matrices = 0;             // ldmatrix .x1/.x2/.x4
+  Opcode combine = Opcode::Invalid;        // setp/set's .and/.or/.xor
+  uint8_t vector = 1;                      // .v2/.v4
+  uint8_t matrices = 0;                    // ldmatrix .x1/.x2/.x4
+  ShuffleMode shuffle = ShuffleMode::None; // shfl's .up/.down/.bfly/.idx
   bool ftz = false, sat = false, approx = false, full = false;
   bool wide = false, hi = false, lo = false, uni = false, trans = false;
   bool relu = false, cc = false, shiftClamp = false, aligned = false;
