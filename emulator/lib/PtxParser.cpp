@@ -26,33 +26,6 @@ struct ParseError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::optional<Special> specialRegister(std::string_view name) {
-  static const std::map<std::string_view, Special> table = {
-      {"%tid.x", Special::TidX},
-      {"%tid.y", Special::TidY},
-      {"%tid.z", Special::TidZ},
-      {"%ntid.x", Special::NtidX},
-      {"%ntid.y", Special::NtidY},
-      {"%ntid.z", Special::NtidZ},
-      {"%ctaid.x", Special::CtaidX},
-      {"%ctaid.y", Special::CtaidY},
-      {"%ctaid.z", Special::CtaidZ},
-      {"%nctaid.x", Special::NctaidX},
-      {"%nctaid.y", Special::NctaidY},
-      {"%nctaid.z", Special::NctaidZ},
-      {"%laneid", Special::LaneId},
-      {"%warpid", Special::WarpId},
-      {"%nwarpid", Special::NwarpId},
-      {"%smid", Special::SmId},
-      {"%clock", Special::Clock},
-      {"%clock64", Special::Clock64},
-      {"%globaltimer", Special::GlobalTimer}};
-  auto it = table.find(name);
-  if (it == table.end())
-    return std::nullopt;
-  return it->second;
-}
-
 class Parser {
 public:
   Parser(std::string_view text, std::vector<Token> tokens, Module &module)
@@ -118,6 +91,25 @@ private:
       next();
   }
 
+  /// `.section NAME { ... }`: the DWARF sections that come with line
+  /// information (Triton's and nvcc's), which execution does not read, as
+  /// .file and .loc.
+  void skipSection() {
+    expectWord();
+    if (!accept("{"))
+      fail("expected { after .section");
+    for (int depth = 1; depth > 0;) {
+      if (peek().kind == Token::Kind::End)
+        fail("unterminated .section");
+      if (accept("{"))
+        ++depth;
+      else if (accept("}"))
+        --depth;
+      else
+        next();
+    }
+  }
+
   void parseModuleStatement() {
     std::string word = expectWord();
     if (word == ".version") {
@@ -137,6 +129,8 @@ private:
         fail("only .address_size 64 is supported");
     } else if (word == ".file" || word == ".loc") {
       skipLine();
+    } else if (word == ".section") {
+      skipSection();
     } else if (word == ".visible" || word == ".weak" || word == ".extern") {
       bool isExtern = word == ".extern";
       if (peek().text == ".entry")

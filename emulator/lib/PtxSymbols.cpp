@@ -125,4 +125,31 @@ void resolveSymbols(Kernel &kernel, const KernelNames &names) {
   Resolver(kernel, names).run();
 }
 
+std::optional<Special> specialRegister(std::string_view name) {
+  static const std::map<std::string_view, Special> table = {
+      {"%tid.x", Special::TidX},
+      {"%tid.y", Special::TidY},
+      {"%tid.z", Special::TidZ},
+      {"%ntid.x", Special::NtidX},
+      {"%ntid.y", Special::NtidY},
+      {"%ntid.z", Special::NtidZ},
+      {"%ctaid.x", Special::CtaidX},
+      {"%ctaid.y", Special::CtaidY},
+      {"%ctaid.z", Special::CtaidZ},
+      {"%nctaid.x", Special::NctaidX},
+      {"%nctaid.y", Special::NctaidY},
+      {"%nctaid.z", Special::NctaidZ},
+      {"%laneid", Special::LaneId},
+      {"%warpid", Special::WarpId},
+      {"%nwarpid", Special::NwarpId},
+      {"%smid", Special::SmId},
+      {"%clock", Special::Clock},
+      {"%clock64", Special::Clock64},
+      {"%globaltimer", Special::GlobalTimer}};
+  auto it = table.find(name);
+  if (it == table.end())
+    return std::nullopt;
+  return it->second;
+}
+
 } // namespace fwp::emu

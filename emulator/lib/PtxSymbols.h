@@ -6,7 +6,9 @@
 #include "fwp/Emulator/Ptx.h"
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,9 @@ struct KernelNames {
 /// names them, then the dynamic part); fills the branch tables. Throws
 /// std::runtime_error naming the kernel for an unknown name.
 void resolveSymbols(Kernel &kernel, const KernelNames &names);
+
+/// The special register `name` (`%tid.x`, `%laneid`, ...) names, if any.
+std::optional<Special> specialRegister(std::string_view name);
 
 /// `value` rounded up to a multiple of `align` (0: unchanged).
 unsigned alignUp(unsigned value, unsigned align);

@@ -97,6 +97,24 @@ TEST(EmulatorErrors, MalformedPtxFailsToParseNamingTheLine) {
       << "the error should name line " << line << ": " << error;
 }
 
+// Line information's DWARF sections (Triton's PTX carries them unless told
+// not to) are skipped like .file and .loc; one left open is an error.
+TEST(EmulatorErrors, DebugSectionsAreSkippedAndAnUnterminatedOneIsRefused) {
+  const char *section = "\n.section .debug_abbrev\n{\n.b8 1\n.b8 17\n}\n"
+                        ".section .debug_info\n{\n.b32 66\n.b8 2, 0\n}\n";
+  std::string ptx = namedKernel("with_debug_sections", "  .reg .b32 %r1;\n",
+                                "  mov.u32 %r1, 7;\n"
+                                "  st.global.u32 [%outp], %r1;\n") +
+                    section;
+  LaunchOutcome outcome =
+      launchWithBuffers(ptx, "with_debug_sections", Dim3{1}, Dim3{1});
+  EXPECT_TRUE(expectCleanLaunch(outcome, ptx));
+  std::string open = ptx.substr(0, ptx.rfind('}'));
+  std::string error;
+  EXPECT_FALSE(fwp::emu::parsePtx(open, error)) << "an open .section parsed";
+  EXPECT_NE(error.find("unterminated .section"), std::string::npos) << error;
+}
+
 TEST(EmulatorErrors, UndeclaredRegisterFailsToParseNamingTheLine) {
   std::string ptx = namedKernel("undeclared", "  .reg .b32 %r1;\n",
                                 "  add.u32 %r1, %r77, 1;\n"
