@@ -11,6 +11,7 @@
 #include "Interpreter.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 
@@ -54,7 +55,7 @@ void checkWritten(Exec &e, int lane, const uint8_t *flags, unsigned bytes,
 /// since Volta's threads need not run in lockstep).
 template <typename Shadow>
 void checkRace(Exec &e, int lane, Shadow &s, uint64_t cta, uint64_t word,
-               uint8_t bytes, bool isWrite, const char *space) {
+               uint8_t bytes, bool isWrite, bool sameValue, const char *space) {
   int thread = int(e.threadId(lane));
   if (s.cta != cta || s.epoch != e.cta.epoch) {
     s.cta = cta;
@@ -63,9 +64,12 @@ void checkRace(Exec &e, int lane, Shadow &s, uint64_t cta, uint64_t word,
     s.writtenBytes = s.readBytes = 0;
   }
   // Threads touching different bytes of a word (16-bit stores side by
-  // side) do not race.
-  bool written =
-      s.writer != -1 && s.writer != thread && (s.writtenBytes & bytes);
+  // side) do not race; nor do stores of the value the word already holds
+  // from the other thread's store: whichever lands last, the word holds
+  // that value (Triton's lanes that hold copies of one element store it
+  // alike).
+  bool written = s.writer != -1 && s.writer != thread &&
+                 (s.writtenBytes & bytes) && !(isWrite && sameValue);
   bool read =
       isWrite && s.reader != -1 && s.reader != thread && (s.readBytes & bytes);
   if (written || read) {
@@ -135,31 +139,32 @@ void checkCtaWrite(Exec &e, int lane, const Allocation &a, uint64_t address,
 }
 
 void checkSharedRace(Exec &e, int lane, uint64_t offset, unsigned bytes,
-                     bool isWrite) {
+                     bool isWrite, bool sameValue) {
   for (uint64_t word = offset / 4; word <= (offset + bytes - 1) / 4; ++word)
     checkRace(e, lane, e.cta.sharedShadow[word], 0, word,
-              bytesOfWord(word, offset, bytes), isWrite, "shared");
+              bytesOfWord(word, offset, bytes), isWrite, sameValue, "shared");
 }
 
 /// CTAs on other host threads share global memory: a word's shadow is
 /// updated under one of a few locks chosen by its address.
 void checkGlobalRace(Exec &e, int lane, const Allocation &a, uint64_t address,
-                     unsigned bytes, bool isWrite) {
+                     unsigned bytes, bool isWrite, bool sameValue) {
   static std::mutex locks[64];
   uint64_t cta = (e.cta.launchId << 32) | e.cta.linearId;
   for (uint64_t word = address / 4; word <= (address + bytes - 1) / 4; ++word) {
     std::lock_guard<std::mutex> lock(locks[(word >> 3) % 64]);
     checkRace(e, lane, a.shadow[word - a.base / 4], cta, word,
-              bytesOfWord(word, address, bytes), isWrite, "global");
+              bytesOfWord(word, address, bytes), isWrite, sameValue, "global");
   }
 }
 
 } // namespace
 
 uint8_t *globalAddress(Exec &e, int lane, uint64_t address, unsigned bytes,
-                       bool isWrite, bool isAtomic) {
+                       bool isWrite, bool isAtomic, const uint8_t *stored) {
   if (address >= kSharedWindow && address < kSharedWindow + (1ull << 32))
-    return sharedAddress(e, lane, address - kSharedWindow, bytes, isWrite);
+    return sharedAddress(e, lane, address - kSharedWindow, bytes, isWrite,
+                         stored);
   const Allocation *a = e.cta.lastAllocation;
   if (!a || !a->contains(address, bytes))
     a = e.cta.lastAllocation = e.cta.memory->find(address, bytes);
@@ -177,12 +182,13 @@ uint8_t *globalAddress(Exec &e, int lane, uint64_t address, unsigned bytes,
   if (!isWrite)
     checkWritten(e, lane, flags, bytes, "global", address);
   if (e.cta.options->checks && !isAtomic)
-    checkGlobalRace(e, lane, *a, address, bytes, isWrite);
+    checkGlobalRace(e, lane, *a, address, bytes, isWrite,
+                    stored && std::memcmp(stored, a->at(address), bytes) == 0);
   return a->at(address);
 }
 
 uint8_t *sharedAddress(Exec &e, int lane, uint64_t offset, unsigned bytes,
-                       bool isWrite) {
+                       bool isWrite, const uint8_t *stored) {
   Cta &cta = e.cta;
   if (offset + bytes > cta.shared.size() || offset + bytes < offset)
     fault(e, lane, LaunchError::IllegalAddress,
@@ -198,7 +204,9 @@ uint8_t *sharedAddress(Exec &e, int lane, uint64_t offset, unsigned bytes,
                   " a cp.async destination (shared offset " +
                   std::to_string(offset + i) +
                   ") before the cp.async.wait_group that completes it");
-    checkSharedRace(e, lane, offset, bytes, isWrite);
+    checkSharedRace(
+        e, lane, offset, bytes, isWrite,
+        stored && std::memcmp(stored, cta.shared.data() + offset, bytes) == 0);
   }
   uint8_t *flags = cta.sharedWritten.data() + offset;
   if (isWrite)

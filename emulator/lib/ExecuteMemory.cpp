@@ -19,9 +19,10 @@
 namespace fwp::emu {
 namespace {
 
-/// The host bytes of `lane`'s access, checked; counted by the caller.
+/// The host bytes of `lane`'s access, checked; counted by the caller. A
+/// store gives the bytes it will write.
 uint8_t *access(Exec &e, int lane, uint64_t address, unsigned bytes,
-                bool isWrite) {
+                bool isWrite, const uint8_t *stored = nullptr) {
   switch (e.inst.space) {
   case Space::Param: {
     if (isWrite || address + bytes > e.cta.kernel->parameterBytes)
@@ -31,10 +32,10 @@ uint8_t *access(Exec &e, int lane, uint64_t address, unsigned bytes,
     return const_cast<uint8_t *>(e.cta.params) + address;
   }
   case Space::Shared:
-    return sharedAddress(e, lane, address, bytes, isWrite);
+    return sharedAddress(e, lane, address, bytes, isWrite, stored);
   case Space::Global:
   case Space::None:
-    return globalAddress(e, lane, address, bytes, isWrite, false);
+    return globalAddress(e, lane, address, bytes, isWrite, false, stored);
   default:
     fault(e, lane, LaunchError::IllegalInstruction, "unsupported state space");
   }
@@ -85,13 +86,15 @@ void execSt(Exec &e) {
   for (int k = 0; k < n; ++k) {
     int lane = order[k];
     addresses[lane] = addressOf(e, inst.operands[0], lane);
-    uint8_t *p = access(e, lane, addresses[lane], bytes, true);
+    uint8_t stored[32];
     for (unsigned i = 0; i < inst.vector; ++i) {
       uint64_t bits = read(
           e, source.kind == Operand::Kind::Vector ? source.elements[i] : source,
           lane);
-      std::memcpy(p + i * element, &bits, element);
+      std::memcpy(stored + i * element, &bits, element);
     }
+    uint8_t *p = access(e, lane, addresses[lane], bytes, true, stored);
+    std::memcpy(p, stored, bytes);
   }
   count(e, addresses, bytes);
 }

@@ -168,11 +168,14 @@ template <typename F> inline void forLanes(uint32_t mask, F f) {
     f(__builtin_ctz(mask));
 }
 
-// Memory, with the checks and counters (Access.cpp).
+// Memory, with the checks and counters (Access.cpp). A store passes the
+// bytes it is about to write as `stored`: two threads storing the same
+// bytes without a barrier between is no race when the values are equal.
 uint8_t *globalAddress(Exec &e, int lane, uint64_t address, unsigned bytes,
-                       bool isWrite, bool isAtomic);
+                       bool isWrite, bool isAtomic,
+                       const uint8_t *stored = nullptr);
 uint8_t *sharedAddress(Exec &e, int lane, uint64_t offset, unsigned bytes,
-                       bool isWrite);
+                       bool isWrite, const uint8_t *stored = nullptr);
 /// The address an Address operand names for `lane`.
 uint64_t addressOf(Exec &e, const Operand &op, int lane);
 /// Counts one warp's global access (sectors) and shared access

@@ -378,6 +378,38 @@ TEST(EmulatorErrors, ShflFromALaneThatDoesNotExecuteItIsReported) {
       << outcome.result.report;
 }
 
+// Lanes that hold copies of one element (Triton's layouts replicate them)
+// store it alike, with no barrier between: the same bytes of the same value,
+// no race. Different values are one.
+TEST(EmulatorErrors, SharedStoresOfTheSameValueByTwoThreadsAreNoRace) {
+  const char *decls = "  .reg .pred %p1;\n  .reg .b32 %r<3>;\n"
+                      "  .reg .u32 %s;\n";
+  const char *shared = ".shared .align 16 .b8 copies[64];\n";
+  auto kernel = [&](const std::string &name, const char *value) {
+    return namedKernel(name, decls, std::string(R"(
+  mov.u32 %s, copies;
+  setp.lt.u32 %p1, %t, 2;
+  )") + value + R"(
+  mov.u32 %r2, 9;
+  @%p1 st.shared.v2.b32 [%s], {%r1, %r2};
+  bar.sync 0;
+  ld.shared.u32 %r1, [%s];
+  st.global.u32 [%outp], %r1;
+)",
+                       shared);
+  };
+  std::string alike = kernel("copies_alike", "mov.u32 %r1, 5;");
+  LaunchOutcome outcome =
+      launchWithBuffers(alike, "copies_alike", Dim3{1}, Dim3{32});
+  EXPECT_TRUE(expectCleanLaunch(outcome, alike));
+  std::string differ = kernel("copies_differ", "mov.u32 %r1, %t;");
+  outcome = launchWithBuffers(differ, "copies_differ", Dim3{1}, Dim3{32});
+  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
+  EXPECT_NE(outcome.result.error, LaunchError::None);
+  EXPECT_NE(outcome.result.report.find("shared-memory race"), std::string::npos)
+      << outcome.result.report;
+}
+
 // Global memory has the same hazard within a CTA: one thread stores a word
 // that another thread of the CTA (here of the same warp: Volta's threads
 // need not run in lockstep) loads with no barrier between.
