@@ -274,4 +274,22 @@ CaseList allCases() {
   return cases;
 }
 
+const char *const kStoreR9ToOut = R"(
+  mul.wide.u32 %rd9, %t, 4;
+  add.s64 %rd9, %outp, %rd9;
+  st.global.u32 [%rd9], %r9;
+)";
+
+KernelCase perThreadCase(const std::string &name, std::string ptx,
+                         unsigned threads, uint32_t (*expected)(uint32_t)) {
+  return inOutCase<uint32_t>(
+      std::move(ptx), {}, threads, Shape{}, Shape{threads, 1, 1},
+      [name, threads, expected](const std::vector<uint32_t> &got) {
+        std::vector<uint32_t> want(threads);
+        for (uint32_t t = 0; t < threads; ++t)
+          want[t] = expected(t);
+        return std::vector<Verdict>{compareWords(name, got, want)};
+      });
+}
+
 } // namespace fwp::conformance

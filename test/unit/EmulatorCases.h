@@ -177,6 +177,15 @@ std::string inOutKernel(const std::string &declarations,
                         const std::string &body,
                         const std::string &preamble = "");
 
+/// PTX that stores %r9 (.b32; %rd9 a .b64 scratch) to out[%t]: the result
+/// of an inOutKernel whose threads compute one word each.
+extern const char *const kStoreR9ToOut;
+
+/// `threads` threads of one CTA run inOutKernel-style `ptx` (no input);
+/// thread t's word must be `expected(t)`.
+KernelCase perThreadCase(const std::string &name, std::string ptx,
+                         unsigned threads, uint32_t (*expected)(uint32_t));
+
 /// A case running inOutKernel-style `ptx` with `in` holding `input` and `out`
 /// (`outputWords` words, sentinel-filled) given to `judge` afterwards.
 template <typename Word>

@@ -10,30 +10,6 @@
 #include "EmulatorCases.h"
 
 namespace fwp::conformance {
-namespace {
-
-// Stores %r9 (the result every kernel computes) to out[%t].
-const char *kStoreResult = R"(
-  mul.wide.u32 %rd9, %t, 4;
-  add.s64 %rd9, %outp, %rd9;
-  st.global.u32 [%rd9], %r9;
-)";
-
-/// `threads` threads of one CTA run `ptx`; thread t's word must be
-/// `expected(t)`.
-KernelCase perThread(const std::string &name, std::string ptx, unsigned threads,
-                     uint32_t (*expected)(uint32_t)) {
-  return inOutCase<uint32_t>(
-      std::move(ptx), {}, threads, Shape{}, Shape{threads, 1, 1},
-      [name, threads, expected](const std::vector<uint32_t> &got) {
-        std::vector<uint32_t> want(threads);
-        for (uint32_t t = 0; t < threads; ++t)
-          want[t] = expected(t);
-        return std::vector<Verdict>{compareWords(name, got, want)};
-      });
-}
-
-} // namespace
 
 // Odd and even lanes of each warp take different paths, odd lanes split again
 // on bit 1, and all lanes reconverge before the last add and the store.
@@ -55,12 +31,13 @@ EVEN:
   add.u32 %r9, %t, 100;
 JOIN:
   add.u32 %r9, %r9, 7;
-)") + kStoreResult);
-  return {perThread("divergent branches nested two deep, then the join", ptx,
-                    64, [](uint32_t t) {
-                      return t % 2 == 0 ? t + 100 + 7
-                                        : 3 * t + (t % 4 == 3 ? 1000 : 0) + 7;
-                    })};
+)") + kStoreR9ToOut);
+  return {perThreadCase("divergent branches nested two deep, then the join",
+                        ptx, 64, [](uint32_t t) {
+                          return t % 2 == 0
+                                     ? t + 100 + 7
+                                     : 3 * t + (t % 4 == 3 ? 1000 : 0) + 7;
+                        })};
 }
 
 // Each lane runs the loop t + 1 times: sum = 0 + 1 + ... + t.
@@ -75,9 +52,9 @@ LOOP:
   add.u32 %r1, %r1, 1;
   setp.le.u32 %p1, %r1, %t;
   @%p1 bra LOOP;
-)") + kStoreResult);
-  return {perThread("a loop of t + 1 trips in lane t", ptx, 64,
-                    [](uint32_t t) { return t * (t + 1) / 2; })};
+)") + kStoreR9ToOut);
+  return {perThreadCase("a loop of t + 1 trips in lane t", ptx, 64,
+                        [](uint32_t t) { return t * (t + 1) / 2; })};
 }
 
 // brx.idx: "tlist ... is accessed as a zero-based sequence using index"; the
@@ -99,8 +76,8 @@ CASE2:
   mov.u32 %r9, 333;
 JOIN:
   add.u32 %r9, %r9, %t;
-)") + kStoreResult);
-  return {perThread("brx.idx to target t % 3", ptx, 32, [](uint32_t t) {
+)") + kStoreR9ToOut);
+  return {perThreadCase("brx.idx to target t % 3", ptx, 32, [](uint32_t t) {
     const uint32_t base[3] = {111, 222, 333};
     return base[t % 3] + t;
   })};
@@ -122,11 +99,12 @@ LOOP:
   setp.lt.u32 %p2, %r1, %t;
   @%p2 bra LOOP;
   add.u32 %r9, %r9, %t;
-)") + kStoreResult);
+)") + kStoreR9ToOut);
   // The loop body runs max(t, 1) times.
-  return {perThread("lanes 20-31 exit, the rest loop", ptx, 32, [](uint32_t t) {
-    return t >= 20 ? kSentinel32 : (2u << (t ? t - 1 : 0)) + t;
-  })};
+  return {
+      perThreadCase("lanes 20-31 exit, the rest loop", ptx, 32, [](uint32_t t) {
+        return t >= 20 ? kSentinel32 : (2u << (t ? t - 1 : 0)) + t;
+      })};
 }
 
 // Every thread of a 3 x 2 grid of 24 x 2 CTAs writes its special registers at

@@ -22,24 +22,10 @@ constexpr unsigned kThreads = 64;
 const char *kDeclarations =
     "  .reg .b32 %r<10>;\n  .reg .b64 %rd9;\n  .reg .pred %p<2>;\n";
 
-// Stores %r9 to out[%t].
-const char *kStoreResult = R"(
-  mul.wide.u32 %rd9, %t, 4;
-  add.s64 %rd9, %outp, %rd9;
-  st.global.u32 [%rd9], %r9;
-)";
-
 KernelCase perThread(const std::string &name, const std::string &body,
                      uint32_t (*expected)(uint32_t)) {
-  std::string ptx = inOutKernel(kDeclarations, body + kStoreResult);
-  return inOutCase<uint32_t>(
-      std::move(ptx), {}, kThreads, Shape{}, Shape{kThreads, 1, 1},
-      [name, expected](const std::vector<uint32_t> &got) {
-        std::vector<uint32_t> want(kThreads);
-        for (uint32_t t = 0; t < kThreads; ++t)
-          want[t] = expected(t);
-        return std::vector<Verdict>{compareWords(name, got, want)};
-      });
+  return perThreadCase(name, inOutKernel(kDeclarations, body + kStoreR9ToOut),
+                       kThreads, expected);
 }
 
 } // namespace

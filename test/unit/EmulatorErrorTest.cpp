@@ -70,6 +70,18 @@ LaunchOutcome launchWithBuffers(const std::string &ptx, const std::string &name,
   return launchPtx(ptx, name, grid, block, {in, out}, memory, options);
 }
 
+/// Launches `name` from `ptx` (loading), which must end in a fault whose
+/// report contains `what`.
+void expectReported(const std::string &ptx, const std::string &name, Dim3 grid,
+                    Dim3 block, const std::string &what) {
+  LaunchOutcome outcome = launchWithBuffers(ptx, name, grid, block);
+  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
+  EXPECT_NE(outcome.result.error, LaunchError::None)
+      << name << " ran without a report";
+  EXPECT_NE(outcome.result.report.find(what), std::string::npos)
+      << outcome.result.report;
+}
+
 TEST(EmulatorErrors, UnknownInstructionIsRefusedNamingItAndTheKernel) {
   std::string ptx = namedKernel("kernel_with_bad_opcode", "  .reg .b32 %r1;\n",
                                 "  mov.u32 %r1, 1;\n"
@@ -339,11 +351,8 @@ TEST(EmulatorErrors, TwoCtasStoringHalvesOfAWordAreNoConflict) {
   LaunchOutcome outcome =
       launchWithBuffers(halves, "ctas_store_halves", Dim3{2}, Dim3{32});
   EXPECT_TRUE(expectCleanLaunch(outcome, halves));
-  std::string same = kernel("ctas_store_one_half", "0");
-  outcome = launchWithBuffers(same, "ctas_store_one_half", Dim3{2}, Dim3{32});
-  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
-  EXPECT_NE(outcome.result.error, LaunchError::None)
-      << "two CTAs storing one half went unreported";
+  expectReported(kernel("ctas_store_one_half", "0"), "ctas_store_one_half",
+                 Dim3{2}, Dim3{32}, "written by two CTAs");
 }
 
 // shfl.sync where the ISA leaves the result undefined: a value taken from
@@ -359,23 +368,13 @@ TEST(EmulatorErrors, ShflFromALaneThatDoesNotExecuteItIsReported) {
   @%p1 st.global.u32 [%outp], %r2;
 )");
   };
-  std::string inactive = kernel("shfl_from_inactive",
-                                "  @%p1 shfl.sync.idx.b32 %r2, %r1, 5, 31, 1;");
-  LaunchOutcome outcome =
-      launchWithBuffers(inactive, "shfl_from_inactive", Dim3{1}, Dim3{32});
-  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
-  EXPECT_NE(outcome.result.error, LaunchError::None);
-  EXPECT_NE(outcome.result.report.find("from lane 5"), std::string::npos)
-      << outcome.result.report;
-  std::string outsider = kernel("shfl_outside_membermask",
-                                "  shfl.sync.idx.b32 %r2, %r1, 1, 31, 2;");
-  outcome =
-      launchWithBuffers(outsider, "shfl_outside_membermask", Dim3{1}, Dim3{32});
-  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
-  EXPECT_NE(outcome.result.error, LaunchError::None);
-  EXPECT_NE(outcome.result.report.find("not in its membermask"),
-            std::string::npos)
-      << outcome.result.report;
+  expectReported(kernel("shfl_from_inactive",
+                        "  @%p1 shfl.sync.idx.b32 %r2, %r1, 5, 31, 1;"),
+                 "shfl_from_inactive", Dim3{1}, Dim3{32}, "from lane 5");
+  expectReported(kernel("shfl_outside_membermask",
+                        "  shfl.sync.idx.b32 %r2, %r1, 1, 31, 2;"),
+                 "shfl_outside_membermask", Dim3{1}, Dim3{32},
+                 "not in its membermask");
 }
 
 // Lanes that hold copies of one element (Triton's layouts replicate them)
@@ -402,12 +401,8 @@ TEST(EmulatorErrors, SharedStoresOfTheSameValueByTwoThreadsAreNoRace) {
   LaunchOutcome outcome =
       launchWithBuffers(alike, "copies_alike", Dim3{1}, Dim3{32});
   EXPECT_TRUE(expectCleanLaunch(outcome, alike));
-  std::string differ = kernel("copies_differ", "mov.u32 %r1, %t;");
-  outcome = launchWithBuffers(differ, "copies_differ", Dim3{1}, Dim3{32});
-  ASSERT_TRUE(outcome.loaded) << outcome.loadError;
-  EXPECT_NE(outcome.result.error, LaunchError::None);
-  EXPECT_NE(outcome.result.report.find("shared-memory race"), std::string::npos)
-      << outcome.result.report;
+  expectReported(kernel("copies_differ", "mov.u32 %r1, %t;"), "copies_differ",
+                 Dim3{1}, Dim3{32}, "shared-memory race");
 }
 
 // Global memory has the same hazard within a CTA: one thread stores a word
