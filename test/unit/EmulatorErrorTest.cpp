@@ -70,6 +70,13 @@ LaunchOutcome launchWithBuffers(const std::string &ptx, const std::string &name,
   return launchPtx(ptx, name, grid, block, {in, out}, memory, options);
 }
 
+/// Launches `name` from `ptx`, which must load and run without a finding.
+void expectRunsClean(const std::string &ptx, const std::string &name, Dim3 grid,
+                     Dim3 block) {
+  EXPECT_TRUE(
+      expectCleanLaunch(launchWithBuffers(ptx, name, grid, block), ptx));
+}
+
 /// Launches `name` from `ptx` (loading), which must end in a fault whose
 /// report contains `what`.
 void expectReported(const std::string &ptx, const std::string &name, Dim3 grid,
@@ -347,10 +354,8 @@ TEST(EmulatorErrors, TwoCtasStoringHalvesOfAWordAreNoConflict) {
   @%p1 st.global.u16 [%rd1], %h1;
 )");
   };
-  std::string halves = kernel("ctas_store_halves", "2");
-  LaunchOutcome outcome =
-      launchWithBuffers(halves, "ctas_store_halves", Dim3{2}, Dim3{32});
-  EXPECT_TRUE(expectCleanLaunch(outcome, halves));
+  expectRunsClean(kernel("ctas_store_halves", "2"), "ctas_store_halves",
+                  Dim3{2}, Dim3{32});
   expectReported(kernel("ctas_store_one_half", "0"), "ctas_store_one_half",
                  Dim3{2}, Dim3{32}, "written by two CTAs");
 }
@@ -397,10 +402,8 @@ TEST(EmulatorErrors, SharedStoresOfTheSameValueByTwoThreadsAreNoRace) {
 )",
                        shared);
   };
-  std::string alike = kernel("copies_alike", "mov.u32 %r1, 5;");
-  LaunchOutcome outcome =
-      launchWithBuffers(alike, "copies_alike", Dim3{1}, Dim3{32});
-  EXPECT_TRUE(expectCleanLaunch(outcome, alike));
+  expectRunsClean(kernel("copies_alike", "mov.u32 %r1, 5;"), "copies_alike",
+                  Dim3{1}, Dim3{32});
   expectReported(kernel("copies_differ", "mov.u32 %r1, %t;"), "copies_differ",
                  Dim3{1}, Dim3{32}, "shared-memory race");
 }
