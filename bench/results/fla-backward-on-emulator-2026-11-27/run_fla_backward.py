@@ -3,7 +3,8 @@
 (build/lib/emulated-cuda/libcuda.so.1) through ctypes, and check dq, dk, dv,
 dbeta against float64 torch-autograd gradients of the delta rule.
 
-Copy-and-extend of bench/results/fla-forward-on-emulator-2026-11-27/run_fla_forward.py.
+It runs the forward first and checks o too: it replaces the forward-only
+script of bench/results/fla-forward-on-emulator-2026-11-27 (commit 4cfee96).
 
 1. compile (only if OUT/ptx/plan.json is missing or --recompile): fla's own
    wrappers chunk_delta_rule_fwd and then chunk_delta_rule_bwd
@@ -48,7 +49,7 @@ ap.add_argument('--V', type=int, default=128)
 ap.add_argument('--chunk', type=int, default=64)
 ap.add_argument('--seed', type=int, default=0)
 ap.add_argument('--config', type=int, default=0, help='index into every autotune config list (0 = fla first)')
-ap.add_argument('--out', default='/tmp/fla-bwd')
+ap.add_argument('--out', default='/tmp/fla-on-emulator')
 ap.add_argument('--recompile', action='store_true')
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 ap.add_argument('--fla', default=os.path.join(ROOT, '.fla'))
