@@ -55,11 +55,10 @@ bool isLooseMap(Operation *op, Value input) {
   return !isInsideKernel(op) && type.getRank() == 4 && !type.isDynamicDim(3);
 }
 
-/// The kernel `name` computing `result` (per-step, like `input`, with
-/// `featureWidth` features) a block of rows at a time on tiles of the
-/// features' element type (the input's, or wider: the map of 16-bit
-/// inputs is made in f32): `onRows(tiles, bi, h, t0, len)` gives a block's
-/// result.
+/// The kernel `name` computing `result` (per-step, like `input`) a block of
+/// rows at a time on tiles of the element type of `features` (the map's
+/// features or their gradient: the input's type, or f32 for 16-bit inputs):
+/// `onRows(tiles, bi, h, t0, len)` gives a block's result.
 Value rowKernel(
     PatternRewriter &rewriter, Location loc, StringRef name, Value input,
     Value result, Value features,
