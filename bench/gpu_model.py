@@ -124,6 +124,54 @@ def model_launch(gpu, launch):
                 time=bounds[bound] + gpu.launch_us * 1e-6)
 
 
+# Counters that grow with a CTA's work; the rest describe the CTA.
+WORK_COUNTERS = ("warp_instructions", "distinct_global_sectors",
+                 "shared_wavefronts", "barriers")
+
+
+def extrapolate(runs, target):
+    """The launches of `runs` at shape `target`, (T, B, H).
+
+    `runs` holds the same sequence of launches emulated at two sequence
+    lengths of one batch and head count: [((T, B, H), launches), ...]. Each
+    launch's grid is either a CTA per (batch, head, block of steps) or a CTA
+    per (batch, head, other blocks) that loops over the steps: its CTAs grow
+    with B H, and with T or not, as the two runs show. A CTA's work (each
+    counter of WORK_COUNTERS and each MMA type) is affine in T, fixed by the
+    two runs: exact where CTAs of one launch do the same work and T is a
+    whole number of chunks. Raises ValueError where the runs disagree with
+    that (other launches, or CTAs growing otherwise)."""
+    (shape1, small), (shape2, large) = runs
+    (t1, b1, h1), (t2, b2, h2) = shape1, shape2
+    t, b, h = target
+    if (b1, h1) != (b2, h2) or t1 == t2 or len(small) != len(large):
+        raise ValueError("two runs of one batch and head count, other T")
+    out = []
+    for one, two in zip(small, large):
+        if one["kernel"] != two["kernel"]:
+            raise ValueError(f"launch {one['kernel']} against {two['kernel']}")
+        heads = b * h / (b1 * h1)
+        if two["ctas"] * t1 == one["ctas"] * t2:
+            ctas = one["ctas"] * heads * t / t1
+        elif two["ctas"] == one["ctas"]:
+            ctas = one["ctas"] * heads
+        else:
+            raise ValueError(f"{one['kernel']}: CTAs neither follow T nor "
+                             "stay")
+
+        def per_cta(c1, c2):
+            a1, a2 = c1 / one["ctas"], c2 / two["ctas"]
+            return a1 + (a2 - a1) * (t - t1) / (t2 - t1)
+
+        scaled = dict(one, ctas=round(ctas))
+        for key in WORK_COUNTERS:
+            scaled[key] = per_cta(one[key], two[key]) * ctas
+        scaled["mma"] = {k: per_cta(n, two["mma"][k]) * ctas
+                         for k, n in one["mma"].items()}
+        out.append(scaled)
+    return out
+
+
 def model_report(gpu, launches):
     """Per kernel name (launches of one name summed) and the total, in
     seconds: [(name, launches, {bound: seconds, 'time', 'bound'})]."""

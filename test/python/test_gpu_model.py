@@ -18,7 +18,8 @@ def launch(**fields):
     base = {"kernel": "k", "ctas": 108, "threads_per_cta": 128,
             "registers_per_thread": 32, "shared_bytes_per_cta": 0,
             "warp_instructions": 0, "distinct_global_sectors": 0,
-            "shared_wavefronts": 0, "mma": {"tf32": 0, "bf16": 0, "f16": 0}}
+            "shared_wavefronts": 0, "barriers": 0,
+            "mma": {"tf32": 0, "bf16": 0, "f16": 0}}
     base.update(fields)
     return base
 
@@ -93,3 +94,27 @@ def test_the_command_line_sums_launches_by_kernel(tmp_path, capsys):
     assert f"{b:10.1f}" in out and "latency x1" in out
     assert f"{a + b:10.1f}" in out.splitlines()[-1]
     assert math.isfinite(a + b)
+
+
+def test_extrapolation_scales_ctas_and_fits_work_affine_in_t():
+    # A per-chunk kernel (CTAs with T, 100 instructions each) and a state
+    # kernel (CTAs fixed, 50 + 10 T / 64 instructions each), at T = 128 and
+    # 256, B H = 2, taken to T = 4096 and B H = 64.
+    def runs_at(t):
+        chunks = t // 64
+        return [launch(kernel="per_chunk", ctas=2 * chunks,
+                       warp_instructions=200 * chunks,
+                       mma={"bf16": 4 * chunks}),
+                launch(kernel="states", ctas=2,
+                       warp_instructions=2 * (50 + 10 * chunks))]
+    out = gpu_model.extrapolate([((128, 1, 2), runs_at(128)),
+                                 ((256, 1, 2), runs_at(256))], (4096, 4, 16))
+    assert out[0]["ctas"] == 64 * 64
+    assert out[0]["warp_instructions"] == pytest.approx(100 * 64 * 64)
+    assert out[0]["mma"]["bf16"] == pytest.approx(2 * 64 * 64)
+    assert out[1]["ctas"] == 64
+    assert out[1]["warp_instructions"] == pytest.approx(64 * (50 + 10 * 64))
+    with pytest.raises(ValueError):
+        gpu_model.extrapolate([((128, 1, 2), runs_at(128)),
+                               ((256, 1, 2), runs_at(128)[::-1])],
+                              (4096, 4, 16))
