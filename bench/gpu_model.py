@@ -18,16 +18,21 @@ largest bound; the summary is their sum plus a launch overhead each:
   issue    warp instructions / (schedulers x clock) on the occupied SMs.
   shared   shared-memory wavefronts / (one a clock) on the occupied SMs.
   latency  the serial path of one CTA: its warps' instructions one after
-           another, each waiting `dependent_cycles` for the one before
-           (a loop over chunks is long here), times the waves.
+           another, each waiting `dependent_cycles` for the one before and
+           each global access `global_latency_cycles` more (a loop over
+           chunks is long here), times the waves.
 
 Occupancy (CTAs an SM holds at once) comes from the registers, shared
 memory and threads a CTA takes, as the CUDA occupancy calculator counts
 them; waves = ceil(CTAs / (SMs x CTAs per SM)). The parameters come from
-NVIDIA's architecture whitepapers and datasheets (GPUS below); two are
-assumptions until a GPU measures them: `dependent_cycles` and, on the
-H100, the rate of the legacy mma.sync (taken as the A100's per SM and
-clock; Hopper's full rate is wgmma's).
+NVIDIA's architecture whitepapers and datasheets (GPUS below), but for
+three: `dependent_cycles` and `global_latency_cycles`, fitted (least
+squares of log time) to the 14 kernels, fwp's and fla's, that ncu timed on
+an H200 (bench/results/gpu-h200-2026-11-26.md; the fit in
+bench/results/gpu-model-2026-11-27/calibrate.py: within 0.42x to 1.97x
+each, 9 of 14 within 30%) and taken for the A100 too; and the H100's rate of the legacy
+mma.sync (taken as the A100's per SM and clock; Hopper's full rate is
+wgmma's).
 """
 import argparse
 import dataclasses
@@ -51,6 +56,7 @@ class Gpu:
     mma_flops_per_sm_clock: dict  # dense, by operand type
     launch_us: float             # one launch's fixed cost
     dependent_cycles: float      # latency of a dependent instruction
+    global_latency_cycles: float  # and of a global access, past overlap
     source: str
 
 
@@ -63,7 +69,7 @@ GPUS = {
     # 80GB SXM datasheet: 2039 GB/s.
     "a100": Gpu("A100-SXM4-80GB (sm_80)", 108, 1.41, 2039.0, 40 << 20,
                 164 * 1024, 65536, 2048, 32, 4,
-                {"bf16": 2048, "f16": 2048, "tf32": 1024}, 4.0, 4.0,
+                {"bf16": 2048, "f16": 2048, "tf32": 1024}, 4.0, 3.0, 160.0,
                 "A100 architecture whitepaper (2020), A100 80GB datasheet"),
     # NVIDIA H100 Tensor Core GPU Architecture (whitepaper, 2022): H100 SXM5
     # 132 SMs, 989 TFLOPS dense bf16 at 1830 MHz (4096 FLOPs per SM and
@@ -73,7 +79,7 @@ GPUS = {
     # clock (an assumption: only a GPU can say).
     "h100": Gpu("H100-SXM5 (sm_90)", 132, 1.83, 3350.0, 50 << 20,
                 228 * 1024, 65536, 2048, 32, 4,
-                {"bf16": 2048, "f16": 2048, "tf32": 1024}, 4.0, 4.0,
+                {"bf16": 2048, "f16": 2048, "tf32": 1024}, 4.0, 3.0, 160.0,
                 "H100 architecture whitepaper (2022), H100 datasheet"),
 }
 
@@ -109,14 +115,16 @@ def model_launch(gpu, launch):
     tensor = sum(MMA_FLOPS[t] * n / gpu.mma_flops_per_sm_clock[t]
                  for t, n in launch["mma"].items()) / (busy_sms * clock)
     warps = ctas * math.ceil(launch["threads_per_cta"] / 32)
+    global_accesses = launch.get("by_class", {}).get("global", 0)
     bounds = {
         "dram": launch["distinct_global_sectors"] * 32 / (gpu.dram_gbps * 1e9),
         "tensor": tensor,
         "issue": launch["warp_instructions"] /
         (busy_sms * gpu.schedulers_per_sm * clock),
         "shared": launch["shared_wavefronts"] / (busy_sms * clock),
-        "latency": waves * launch["warp_instructions"] / warps *
-        gpu.dependent_cycles / clock,
+        "latency": waves * (launch["warp_instructions"] * gpu.dependent_cycles +
+                            global_accesses * gpu.global_latency_cycles) /
+        (warps * clock),
     }
     bound = max(bounds, key=bounds.get)
     return dict(bounds, bound=bound, flops=flops, waves=waves,
@@ -166,8 +174,10 @@ def extrapolate(runs, target):
         scaled = dict(one, ctas=round(ctas))
         for key in WORK_COUNTERS:
             scaled[key] = per_cta(one[key], two[key]) * ctas
-        scaled["mma"] = {k: per_cta(n, two["mma"][k]) * ctas
-                         for k, n in one["mma"].items()}
+        for key in ("mma", "by_class"):
+            if key in one:
+                scaled[key] = {k: per_cta(n, two[key][k]) * ctas
+                               for k, n in one[key].items()}
         out.append(scaled)
     return out
 

@@ -69,11 +69,12 @@ def test_a_grid_smaller_than_the_gpu_leaves_sms_idle():
 
 def test_a_serial_cta_is_latency_bound():
     # 8 CTAs of 4 warps, 10^6 warp instructions each warp: every
-    # instruction waits 4 cycles for the one before.
+    # instruction waits dependent_cycles for the one before.
     m = gpu_model.model_launch(A100, launch(ctas=8,
                                             warp_instructions=32 * 10 ** 6))
     assert m["bound"] == "latency"
-    assert m["latency"] == pytest.approx(10 ** 6 * 4 / 1.41e9)
+    assert m["latency"] == pytest.approx(
+        10 ** 6 * A100.dependent_cycles / 1.41e9)
     # Twice the CTAs of one SM's capacity make a second wave.
     many = launch(ctas=2 * 108 * 16, warp_instructions=2 * 108 * 16 * 4)
     assert gpu_model.model_launch(A100, many)["waves"] == 2
@@ -89,7 +90,7 @@ def test_the_command_line_sums_launches_by_kernel(tmp_path, capsys):
     assert gpu_model.main([str(report), "--gpu", "a100"]) == 0
     out = capsys.readouterr().out
     a = 2 * (3.2e8 / 2039e9 + 4e-6) * 1e6
-    b = (10 ** 5 * 4 / 1.41e9 + 4e-6) * 1e6
+    b = (10 ** 5 * A100.dependent_cycles / 1.41e9 + 4e-6) * 1e6
     assert f"{a:10.1f}" in out and "dram x2" in out
     assert f"{b:10.1f}" in out and "latency x1" in out
     assert f"{a + b:10.1f}" in out.splitlines()[-1]
@@ -118,3 +119,15 @@ def test_extrapolation_scales_ctas_and_fits_work_affine_in_t():
         gpu_model.extrapolate([((128, 1, 2), runs_at(128)),
                                ((256, 1, 2), runs_at(128)[::-1])],
                               (4096, 4, 16))
+
+
+def test_global_accesses_add_their_latency_to_the_serial_path():
+    # 8 CTAs of 4 warps; each warp 10^6 instructions, 10^4 of them global
+    # accesses, each of which waits global_latency_cycles more.
+    base = launch(ctas=8, warp_instructions=32 * 10 ** 6)
+    loads = dict(base, by_class={"global": 32 * 10 ** 4})
+    m = gpu_model.model_launch(A100, loads)
+    assert m["latency"] == pytest.approx(
+        (1e6 * A100.dependent_cycles + 1e4 * A100.global_latency_cycles) /
+        1.41e9)
+    assert m["latency"] > gpu_model.model_launch(A100, base)["latency"]
