@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 PTXAS ?= $(shell command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
 PTXAS_CHECK = $(if $(PTXAS),--ptxas $(PTXAS) --arch sm_90)
 
-.PHONY: all deps python-env build test fla-tests sanitize demo bench bench-cpu bench-cpu-training gpu-bundle format clean \
+.PHONY: all deps python-env build test fla-tests sanitize demo bench bench-cpu bench-cpu-training gpu-bundle gpu-model format clean \
         equivalence capacity char-lm barrier-mutation
 
 all: build
@@ -114,6 +114,15 @@ gpu-bundle: build python-env
 	FWP_CACHE_DIR=$(GPU_BUNDLE)/py/kernel-cache FWP_LIBRARY=$(abspath $(BUILD))/lib/libfwp.so \
 	  $(PYTHON) test/gpu-bundle/prepare_kernels.py
 	@echo "$(GPU_BUNDLE): $$(du -sh $(GPU_BUNDLE) | cut -f1), $$(grep -vc '^#' $(GPU_BUNDLE)/checks.txt) checks, $$(grep -vc '^#' $(GPU_BUNDLE)/bench.txt) benchmark shapes"
+
+# The GPU model (issue 29, bench/gpu_model.py): fwp's bare scan and fla's
+# chunk_delta_rule forward and backward on the PTX emulator, fla checked
+# against float64 in its run, taken to B 4, T 4096, H 16 and modelled on
+# an A100 and an H100; the last lines say `model sm_80: fwp fwd ...`. Needs
+# fla in FLA_SOURCE (default .fla, as fla-tests): not part of `make test`.
+FLA_SOURCE ?= .fla
+gpu-model: build python-env
+	bench/gpu-model.sh $(BUILD) $(BUILD)/gpu-model $(FLA_SOURCE) $(PYTHON)
 
 # The seeds' experiments on fwp (examples/*/; README).
 PLOTS ?= $(BUILD)/capacity

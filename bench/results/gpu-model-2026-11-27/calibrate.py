@@ -14,8 +14,8 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from compare import TARGET, gpu_model, load  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", ".."))
+from gpu_model_compare import TARGET, gpu_model, load  # noqa: E402
 
 # ncu's microseconds on the H200, first launch of each kernel name.
 MEASURED = {

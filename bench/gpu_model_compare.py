@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """fwp's and fla's kernels in bench/gpu_model.py at the reference shape
-(B 4, T 4096, H 16, d_k 64 -> D 128 by DPFP nu 1, d_v 128, bf16), from
-emulator counters at T 128 and 256 (B 1, H 2) in reports/:
+(B 4, T 4096, H 16, d_k 64 -> D 128 by DPFP nu 1, d_v 128, bf16), from the
+emulator's counters at T 128 and 256 (B 1, H 2) in REPORTS:
 
-  fwp-stages-T.jsonl, fwp-tile-T.jsonl  scan-counts.cpp (a bare ScanDesc,
-      forward then backward; the forward is the first 4 or 3 launches)
-  fla-T.jsonl  bench/results/fla-backward-on-emulator-2026-11-27's script
-      (fla's forward, its first 5 launches, then its backward)
+  fwp-stages-T.jsonl, fwp-tile-T.jsonl  bench/fwp-scan-counts (a bare
+      ScanDesc, forward then backward); NAME-T.forward, where present, the
+      number of the forward's launches (else 4 and 3)
+  fla-T.jsonl  bench/fla_on_emulator.py (fla's forward, its first 5
+      launches, then its backward), fla checked against float64 in the run
 
 fla is given the features: the feature maps a caller would run beside it
 (DPFP of q and k forward; its gradient backward) are added on its side as
@@ -15,7 +16,10 @@ row each) and writes their features (128 bf16), 768 bytes a row; backward
 also reads the features' gradients and writes dq and dk, 1024 bytes a row;
 about 100 warp instructions a row.
 
-  python3 bench/results/gpu-model-2026-11-27/compare.py [--gpu a100]
+  python3 bench/gpu_model_compare.py [--reports DIR] [--gpu a100|h100]
+
+`make gpu-model` makes the reports and runs this; the default REPORTS are
+those of bench/results/gpu-model-2026-11-27.
 """
 import argparse
 import json
@@ -23,23 +27,32 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
 import gpu_model  # noqa: E402
 
 TARGET = (4096, 4, 16)
 ROWS = TARGET[0] * TARGET[1] * TARGET[2]
 FORWARD_LAUNCHES = {"fwp-stages": 4, "fwp-tile": 3, "fla": 5}
+REPORTS = os.path.join(HERE, "results", "gpu-model-2026-11-27", "reports")
 
 
-def load(name, t):
-    with open(os.path.join(HERE, "reports", f"{name}-{t}.jsonl")) as f:
+def load(name, t, reports=REPORTS):
+    with open(os.path.join(reports, f"{name}-{t}.jsonl")) as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def at_target(name):
-    return gpu_model.extrapolate([((128, 1, 2), load(name, 128)),
-                                  ((256, 1, 2), load(name, 256))], TARGET)
+def forward_launches(name, reports):
+    path = os.path.join(reports, f"{name}-128.forward")
+    if os.path.exists(path):
+        with open(path) as f:
+            return int(f.read())
+    return FORWARD_LAUNCHES[name]
+
+
+def at_target(name, reports=REPORTS):
+    return gpu_model.extrapolate(
+        [((128, 1, 2), load(name, 128, reports)),
+         ((256, 1, 2), load(name, 256, reports))], TARGET)
 
 
 def feature_map(kernel, bytes_per_row):
@@ -72,14 +85,15 @@ def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpu", choices=sorted(gpu_model.GPUS),
                         default="a100")
+    parser.add_argument("--reports", default=REPORTS)
     args = parser.parse_args(argv)
     gpu = gpu_model.GPUS[args.gpu]
     print(f"model {gpu.name}; B {TARGET[1]}, T {TARGET[0]}, H {TARGET[2]}, "
           "D 128 (d_k 64, DPFP nu 1), d_v 128, bf16")
     times = {}
     for name in ("fwp-stages", "fwp-tile", "fla"):
-        launches = at_target(name)
-        n = FORWARD_LAUNCHES[name]
+        launches = at_target(name, args.reports)
+        n = forward_launches(name, args.reports)
         forward, backward = launches[:n], launches[n:]
         if name == "fla":
             forward = [feature_map("(dpfp of q and k, beside fla)", 768)] + \

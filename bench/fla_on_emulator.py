@@ -1,10 +1,13 @@
 #!/usr/bin/env python
-"""Run fla's chunk_delta_rule FORWARD + BACKWARD on the fwp PTX emulator
+"""fla's chunk_delta_rule FORWARD + BACKWARD on the fwp PTX emulator
 (build/lib/emulated-cuda/libcuda.so.1) through ctypes, and check dq, dk, dv,
 dbeta against float64 torch-autograd gradients of the delta rule.
 
-It runs the forward first and checks o too: it replaces the forward-only
-script of bench/results/fla-forward-on-emulator-2026-11-27 (commit 4cfee96).
+`make gpu-model` runs it (bench/gpu-model.sh); its first runs and their
+figures: bench/results/fla-forward-on-emulator-2026-11-27 and
+fla-backward-on-emulator-2026-11-27. It copies none of fla's code: fla's
+wrappers run on meta tensors to record the launches, Triton compiles fla's
+kernels, ctypes launches them.
 
 1. compile (only if OUT/ptx/plan.json is missing or --recompile): fla's own
    wrappers chunk_delta_rule_fwd and then chunk_delta_rule_bwd
@@ -51,7 +54,7 @@ ap.add_argument('--seed', type=int, default=0)
 ap.add_argument('--config', type=int, default=0, help='index into every autotune config list (0 = fla first)')
 ap.add_argument('--out', default='/tmp/fla-on-emulator')
 ap.add_argument('--recompile', action='store_true')
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 ap.add_argument('--fla', default=os.path.join(ROOT, '.fla'))
 ap.add_argument('--lib', default=os.path.join(ROOT, 'build', 'lib', 'emulated-cuda', 'libcuda.so.1'))
 args = ap.parse_args()
