@@ -31,7 +31,10 @@ int main(int argc, char **argv) {
   d.nu = 1;
   d.chunkSize = 64;
   d.gpuStages = std::string(argv[1]) == "stages";
-  auto scan = jit::compileScanUncached(d, "");
+  // Compiled into $FWP_CACHE_DIR where set, so that the launch plans can be
+  // read afterwards (bench/plan_memory.py).
+  const char *cache = std::getenv("FWP_CACHE_DIR");
+  auto scan = jit::compileScanUncached(d, cache ? cache : "");
   size_t rows = T * B * H, states = B * H * d.dValue * 2 * d.dInput;
   std::mt19937 gen(1);
   std::normal_distribution<float> normal(0, 1);

@@ -7,11 +7,12 @@
 set -euo pipefail
 build=$1 out=$2 fla=$3 py=$4
 mkdir -p "$out"
+rm -rf "$out/cache" # fwp's compiled scans, whose launch plans give its memory
 export LD_LIBRARY_PATH="$build/lib/emulated-cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for t in 128 256; do
   for kind in stages tile; do
     rm -f "$out/fwp-$kind-$t.jsonl"
-    FWP_EMU_REPORT="$out/fwp-$kind-$t.jsonl" \
+    FWP_EMU_REPORT="$out/fwp-$kind-$t.jsonl" FWP_CACHE_DIR="$out/cache" \
       "$build/bin/fwp-scan-counts" "$kind" "$t" 1 2 64 128 |
       awk '/forward launches/ { print $3 }' > "$out/fwp-$kind-$t.forward"
   done

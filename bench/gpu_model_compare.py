@@ -64,6 +64,50 @@ def feature_map(kernel, bytes_per_row):
             "mma": {"tf32": 0, "bf16": 0, "f16": 0}}
 
 
+def fwp_workspace(reports, stages):
+    """fwp's workspace at TARGET, {entry: bytes}, from the launch plans
+    fwp-scan-counts left in REPORTS/cache (bench/plan_memory.py); empty
+    where there are none."""
+    import glob
+    import plan_memory
+    t, b, h = TARGET
+    out = {}
+    for plan in glob.glob(os.path.join(reports, "cache", "v1", "*",
+                                       "plan.fwp")):
+        with open(os.path.join(os.path.dirname(plan), "module.txt")) as f:
+            key = f.read()
+        if ("gpu-stages" in key) != stages or "scan cuda" not in key:
+            continue
+        entry = "forward" if "entry=forward" in key else "backward"
+        with open(plan) as f:
+            text = f.read()
+        shapes = {}
+        for line in text.splitlines():
+            words = line.split()
+            if words[:1] != ["arg"] or "?" not in words:
+                continue
+            dims = words[3:]
+            known = [t, b, h] if dims.count("?") == 3 else [b, h]
+            shapes[words[1]] = known + [int(d) for d in dims if d != "?"]
+        out[entry] = sum(x[3] for x in plan_memory.evaluate(text, shapes))
+    return out
+
+
+def fla_workspace(k=128, v=128, chunk=64):
+    """The tensors fla's chunk_delta_rule wrappers allocate beside their
+    inputs and outputs at TARGET, at their peaks (fla-sm80-2026-11-27's
+    README): the forward's during chunk_fwd_o, Ai, w, u, h, v_new; the
+    backward's during prepare_wy_repr_bwd, Ai (autograd keeps it), w, u, h,
+    v_new, dh, dv2, dw, dk2. bf16 throughout."""
+    t, b, h = TARGET
+    rows = b * t * h * 2
+    states = b * (t // chunk) * h * k * v * 2
+    ai = rows * chunk
+    forward = ai + rows * (k + v + v) + states
+    backward = forward + states + rows * (v + k + k)
+    return {"forward": forward, "backward": backward}
+
+
 def table(gpu, title, launches):
     total = 0.0
     print(f"\n{title}")
@@ -104,6 +148,15 @@ def main(argv):
         bwd = table(gpu, f"{name} backward (a training step's second half)",
                     backward)
         times[name] = (fwd, fwd + bwd)
+    mib = 2 ** 20
+    stages, tile = (fwp_workspace(args.reports, x) for x in (True, False))
+    fla = fla_workspace()
+    if stages and tile:
+        print(f"\nworkspace beside inputs and outputs, MiB (forward, "
+              f"backward): fwp {stages['forward'] / mib:.0f}, "
+              f"{stages['backward'] / mib:.0f} (tile-scan "
+              f"{tile['forward'] / mib:.0f}, {tile['backward'] / mib:.0f}); "
+              f"fla {fla['forward'] / mib:.0f}, {fla['backward'] / mib:.0f}")
     short = gpu.name.split()[-1].strip("()")
     print(f"\nmodel {short}: fwp fwd {times['fwp-stages'][0] * 1e3:.2f} ms, "
           f"fwd+bwd {times['fwp-stages'][1] * 1e3:.2f} ms (tile-scan "
