@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChunkLowering.h"
+#include "WidenStorage.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
@@ -101,27 +102,11 @@ Value ChunkTiles::startState(Value given, const Slice &slice, int64_t rows,
 
 /// `source` copied into `target` of its shape: a linalg.copy, or where their
 /// element types differ (a tensor's storage type and the arithmetic type)
-/// an elementwise arith.extf or arith.truncf (to nearest even).
+/// converted (fwp-widen-storage's extension or rounding).
 static Value copyInto(OpBuilder &b, Location loc, Value source, Value target) {
-  Type to = getElementTypeOrSelf(target);
-  if (getElementTypeOrSelf(source) == to)
+  if (getElementTypeOrSelf(source) == getElementTypeOrSelf(target))
     return linalg::CopyOp::create(b, loc, source, target).getResult(0);
-  int64_t rank = cast<RankedTensorType>(target.getType()).getRank();
-  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(rank));
-  SmallVector<utils::IteratorType> parallel(rank,
-                                            utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, target.getType(), source, target, maps, parallel,
-             [&](OpBuilder &nested, Location loc, ValueRange args) {
-               Value x = args[0];
-               x = x.getType().getIntOrFloatBitWidth() <
-                           to.getIntOrFloatBitWidth()
-                       ? arith::ExtFOp::create(nested, loc, to, x).getResult()
-                       : arith::TruncFOp::create(nested, loc, to, x)
-                             .getResult();
-               linalg::YieldOp::create(nested, loc, x);
-             })
-      .getResult(0);
+  return convertInto(b, loc, source, target);
 }
 
 Value ChunkTiles::copyTo(Value source, Value dest, const Slice &slice) {

@@ -35,31 +35,35 @@ bool isNarrowFloat(Type type) {
          tensor.getElementType().getIntOrFloatBitWidth() == 16;
 }
 
-/// `value` (a ranked tensor) converted elementwise to `elementType`:
-/// arith.extf or arith.truncf (round to nearest even) in a linalg.generic.
+/// `value` (a ranked tensor) converted elementwise to `elementType`.
 Value convertElements(ImplicitLocOpBuilder &b, Value value, Type elementType) {
-  auto type = cast<RankedTensorType>(value.getType());
   Value init = tensor::EmptyOp::create(
       b, tensor::getMixedSizes(b, b.getLoc(), value), elementType);
-  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
-  SmallVector<utils::IteratorType> iterators(type.getRank(),
-                                             utils::IteratorType::parallel);
-  bool widen = elementType.getIntOrFloatBitWidth() >
-               type.getElementType().getIntOrFloatBitWidth();
-  auto generic = linalg::GenericOp::create(
-      b, init.getType(), value, init, ArrayRef<AffineMap>{identity, identity},
-      iterators, [&](OpBuilder &nested, Location loc, ValueRange args) {
-        Value converted =
-            widen ? arith::ExtFOp::create(nested, loc, elementType, args[0])
-                        .getResult()
-                  : arith::TruncFOp::create(nested, loc, elementType, args[0])
-                        .getResult();
-        linalg::YieldOp::create(nested, loc, converted);
-      });
-  return generic.getResult(0);
+  return convertInto(b, b.getLoc(), value, init);
 }
 
 } // namespace
+
+Value convertInto(OpBuilder &b, Location loc, Value source, Value target) {
+  Type to = getElementTypeOrSelf(target);
+  int64_t rank = cast<RankedTensorType>(target.getType()).getRank();
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> parallel(rank,
+                                            utils::IteratorType::parallel);
+  bool widen = to.getIntOrFloatBitWidth() >
+               getElementTypeOrSelf(source).getIntOrFloatBitWidth();
+  return linalg::GenericOp::create(
+             b, loc, target.getType(), source, target, maps, parallel,
+             [&](OpBuilder &nested, Location loc, ValueRange args) {
+               Value converted =
+                   widen ? arith::ExtFOp::create(nested, loc, to, args[0])
+                               .getResult()
+                         : arith::TruncFOp::create(nested, loc, to, args[0])
+                               .getResult();
+               linalg::YieldOp::create(nested, loc, converted);
+             })
+      .getResult(0);
+}
 
 void runInFloat32(Operation *op) {
   ImplicitLocOpBuilder b(op->getLoc(), op);
